@@ -1,0 +1,64 @@
+// 02_tiled - the lesson's tiled kernel (lesson 8 §6-17, boundaries §26, padding §27;
+// article §3-4). Each block stages a TILE x TILE tile of A and of B in shared memory, then every
+// thread reuses them TILE times: 2mnk/TILE global loads instead of 2mnk. PAD extra columns per
+// row let the lesson show what padding does to banks and to vectorised (LDS.128) loads.
+#include "trace.cuh"
+
+#ifndef TILE
+#define TILE 16
+#endif
+#ifndef PAD
+#define PAD 0
+#endif
+
+// One struct fixes where Bs sits relative to As, so the access model knows every address.
+struct __align__(16) MvTiles {
+    float As[TILE][TILE + PAD];
+    float Bs[TILE][TILE + PAD];
+};
+
+extern "C" __global__ void MV_LAUNCH_BOUNDS(TILE * TILE) mv_tiled(const float *A, const float *B, float *C, int M, int N,
+                                    int K MV_TRACE_PARAMS) {
+    __shared__ MvTiles sm;
+    MV_BLOCK_BEGIN();
+    int row = blockIdx.y * TILE + threadIdx.y;
+    int col = blockIdx.x * TILE + threadIdx.x;
+    float sum = 0.0f;
+    int num_tiles = (K + TILE - 1) / TILE;
+    MV_PHASES_BEGIN(num_tiles);
+    MV_WARPS_BEGIN(num_tiles);
+
+    for (int t = 0; t < num_tiles; ++t) {
+        MV_MARK(t, 0);
+        MV_PROBE_BEGIN(t, &sm);
+        int a_col = t * TILE + threadIdx.x;
+        int b_row = t * TILE + threadIdx.y;
+        // Out-of-range elements are stored as 0 so the inner loop needs no guard (§26).
+        sm.As[threadIdx.y][threadIdx.x] = (row < M && a_col < K) ? A[row * K + a_col] : 0.0f;
+        MV_PROBE(0, &sm.As[threadIdx.y][threadIdx.x]);
+        sm.Bs[threadIdx.y][threadIdx.x] = (b_row < K && col < N) ? B[b_row * N + col] : 0.0f;
+        MV_PROBE(1, &sm.Bs[threadIdx.y][threadIdx.x]);
+
+        MV_ARRIVE(t, 0);
+        __syncthreads();  // barrier 1: the whole tile is loaded before anyone reads it (§11)
+        MV_RELEASED(t, 0);
+        MV_MARK(t, 1);
+
+#pragma unroll
+        for (int k = 0; k < TILE; ++k) {
+            MV_PROBE(2 + 2 * k, &sm.As[threadIdx.y][k]);
+            MV_PROBE(3 + 2 * k, &sm.Bs[k][threadIdx.x]);
+            sum += sm.As[threadIdx.y][k] * sm.Bs[k][threadIdx.x];
+        }
+
+        MV_ARRIVE(t, 1);
+        __syncthreads();  // barrier 2: nobody overwrites a tile another warp still reads (§12)
+        MV_RELEASED(t, 1);
+        MV_MARK(t, 2);
+    }
+
+    if (row < M && col < N) {
+        C[row * N + col] = sum;
+    }
+    MV_BLOCK_END();
+}

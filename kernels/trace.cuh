@@ -1,0 +1,148 @@
+// trace.cuh - the instrumentation every matviz kernel shares.
+//
+// MV_LEVEL (compile time) picks what a kernel records:
+//   0 timing       nothing at all: no extra parameters, no timer reads, no stores.
+//   1 blocks       per block: %globaltimer at start and end, clock64 at both, %smid.
+//   2 phases       + per k-tile: clock when loads are issued, after barrier 1, after barrier 2,
+//                  for every block with blockId % mv_phase_every == 0.
+//   3 diagnostics  + per-warp barrier arrivals (blocks with blockId % mv_warp_every == 0)
+//                  + the shared-memory probe: for block mv_probe_block, warp mv_probe_warp and
+//                    k-tile mv_probe_ktile, the byte offset every lane touches at each site.
+//
+// Why two clocks: %globaltimer is synchronised across SMs (32 ns ticks on the H200) but slow
+// to read inside the latency-bound k loop; clock64 is one cheap CS2R but per SM. Blocks are
+// placed with %globaltimer, and per-tile marks are raw clock64 low words that the recorder
+// converts with the block's own (globaltimer, clock64) anchor pair.
+//
+// Buffers:
+//   mv_blocks  u64 [blocks][6]  gt_start, gt_end, clk_start, clk_end, smid, unused
+//   mv_phases  u32 [blocks / mv_phase_every][n_tiles][4]   clock at issue, loaded, computed, 0
+//   mv_warps   u32 [blocks / mv_warp_every][n_tiles][warps][2] cycles each warp waited at
+//                                                              barrier 1 and barrier 2
+//   mv_probe   u32 [1 + sites][32]   row 0 lane 0: shared base; row 1+s: offsets at site s
+#pragma once
+
+#ifndef MV_LEVEL
+#define MV_LEVEL 0
+#endif
+
+#define MV_TID (threadIdx.y * blockDim.x + threadIdx.x)
+#define MV_BID (blockIdx.y * gridDim.x + blockIdx.x)
+#define MV_BLOCK_RECORD 6
+
+#if MV_LEVEL >= 1
+
+#define MV_TRACE_PARAMS                                                               \
+    , unsigned long long *mv_blocks, unsigned int *mv_phases, unsigned int *mv_warps, \
+        unsigned int *mv_probe, int mv_phase_every, int mv_warp_every,                \
+        int mv_probe_block, int mv_probe_warp, int mv_probe_ktile
+
+__device__ __forceinline__ unsigned long long mv_globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ unsigned int mv_smid() {
+    unsigned int s;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+    return s;
+}
+
+// A plain volatile read of %clock64: the stamps only need to stay between the barriers, which
+// bar.sync already guarantees, so nothing else in the k loop is ordered around them.
+__device__ __forceinline__ unsigned int mv_clock() {
+    unsigned long long c;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
+    return (unsigned int)c;
+}
+
+
+// Stored at once (fire-and-forget) rather than held in registers through the k loop.
+#define MV_BLOCK_BEGIN()                                                           \
+    if (MV_TID == 0) {                                                             \
+        unsigned long long *mv_r = mv_blocks + (size_t)MV_BLOCK_RECORD * MV_BID;   \
+        mv_r[0] = mv_globaltimer();                                                \
+        mv_r[2] = clock64();                                                       \
+        mv_r[4] = mv_smid();                                                       \
+    }
+
+// The barrier makes "end" mean the whole block is done, not just warp 0.
+#define MV_BLOCK_END()                                                             \
+    __syncthreads();                                                               \
+    if (MV_TID == 0) {                                                             \
+        unsigned long long *mv_r = mv_blocks + (size_t)MV_BLOCK_RECORD * MV_BID;   \
+        mv_r[1] = mv_globaltimer();                                                \
+        mv_r[3] = clock64();                                                       \
+    }
+
+#else
+#define MV_TRACE_PARAMS
+#define MV_BLOCK_BEGIN()
+#define MV_BLOCK_END()
+#endif
+
+#if MV_LEVEL >= 2
+// Per-tile stamps never touch memory inside the k loop: a store there queues behind the
+// tile's shared-memory traffic and stalls warp 0, and every other warp then waits for it at
+// the next barrier. Instead lane (t % 32) of warp 0 keeps tile t's three clocks in registers,
+// and the warp flushes 32 tiles at once with one coalesced 16-byte-per-lane store.
+#define MV_PHASES_BEGIN(n_tiles)                                                        \
+    const bool mv_phase_on = MV_TID < 32 && MV_BID % mv_phase_every == 0;               \
+    uint4 *mv_phase_row = reinterpret_cast<uint4 *>(mv_phases) +                        \
+                          (size_t)(MV_BID / mv_phase_every) * (size_t)(n_tiles);        \
+    const int mv_n_tiles = (n_tiles);                                                   \
+    uint4 mv_stamp = make_uint4(0, 0, 0, 0);
+// which: 0 loads issued, 1 passed barrier 1 (tile loaded), 2 passed barrier 2 (compute done)
+#define MV_MARK(t, which)                                                               \
+    if (mv_phase_on) {                                                                  \
+        const unsigned int mv_now = mv_clock();                                         \
+        if ((MV_TID & 31) == ((t) & 31)) {                                              \
+            if ((which) == 0) mv_stamp.x = mv_now;                                      \
+            if ((which) == 1) mv_stamp.y = mv_now;                                      \
+            if ((which) == 2) mv_stamp.z = mv_now;                                      \
+        }                                                                               \
+        if ((which) == 2 && (((t) & 31) == 31 || (t) == mv_n_tiles - 1) &&              \
+            (MV_TID & 31) <= ((t) & 31))                                                \
+            mv_phase_row[((t) & ~31) + (MV_TID & 31)] = mv_stamp;                       \
+    }
+#else
+#define MV_PHASES_BEGIN(n_tiles)
+#define MV_MARK(t, which)
+#endif
+
+#if MV_LEVEL >= 3
+// The probe needs registers; a 1024-thread block must still fit (<= 64 registers a thread).
+// Lower levels leave register allocation to the compiler, as in the plain kernel.
+#define MV_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+
+// Each warp may sit on a different SM sub-partition whose clock is offset from warp 0's, so a
+// warp times its own wait: clock after the barrier minus clock before it, both its own.
+#define MV_WARPS_BEGIN(n_tiles)                                                       \
+    const int mv_nwarps = (blockDim.x * blockDim.y + 31) / 32;                         \
+    const bool mv_warp_on = (MV_TID & 31) == 0 && MV_BID % mv_warp_every == 0;         \
+    unsigned int *mv_warp_row = mv_warps + (size_t)(MV_BID / mv_warp_every) *          \
+                                               (size_t)(n_tiles) * mv_nwarps * 2;      \
+    unsigned int mv_arrived = 0;
+#define MV_ARRIVE(t, barrier) mv_arrived = mv_clock();
+#define MV_RELEASED(t, barrier)                                                        \
+    if (mv_warp_on)                                                                    \
+        mv_warp_row[((t) * mv_nwarps + MV_TID / 32) * 2 + (barrier)] = mv_clock() - mv_arrived;
+
+#define MV_PROBE_BEGIN(t, shared_base)                                                   \
+    const bool mv_probe_on = MV_BID == mv_probe_block && MV_TID / 32 == mv_probe_warp && \
+                             (t) == mv_probe_ktile;                                      \
+    const unsigned int mv_smem_base = (unsigned int)__cvta_generic_to_shared(shared_base); \
+    if (mv_probe_on && (MV_TID & 31) == 0) mv_probe[0] = mv_smem_base;
+#define MV_PROBE(slot, ptr)                                                   \
+    if (mv_probe_on)                                                          \
+        mv_probe[(1 + (slot)) * 32 + (MV_TID & 31)] =                         \
+            (unsigned int)__cvta_generic_to_shared(ptr) - mv_smem_base;
+#else
+#define MV_LAUNCH_BOUNDS(threads)
+#define MV_WARPS_BEGIN(n_tiles)
+#define MV_ARRIVE(t, barrier)
+#define MV_RELEASED(t, barrier)
+#define MV_PROBE_BEGIN(t, shared_base)
+#define MV_PROBE(slot, ptr)
+#endif

@@ -1,0 +1,1 @@
+"""Backends that produce traces: the CuPy recorder (real GPU) and the simulator."""

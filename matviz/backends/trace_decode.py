@@ -1,0 +1,108 @@
+"""Turn the raw device buffers that ``kernels/trace.cuh`` writes into trace arrays.
+
+Pure numpy, so it is tested without a GPU. Buffer layouts are documented in trace.cuh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from matviz.core import access
+from matviz.core.trace import PROBE_DTYPE, make_blocks
+
+MIN_ANCHOR_SPAN_NS = 2_000  # shorter blocks give a too-coarse clock-rate estimate (32 ns ticks)
+UNWRITTEN = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class BlockTimes:
+    blocks: np.ndarray  # BLOCK_DTYPE, ns from kernel start
+    t0_globaltimer: int  # raw %globaltimer of the earliest block start
+    clk_start: np.ndarray  # uint64 clock64 at each block's start
+    ns_per_cycle: float
+
+
+def decode_blocks(raw: np.ndarray, grid: tuple[int, int], nominal_mhz: float) -> BlockTimes:
+    """raw: uint64 [blocks, 6] = gt_start, gt_end, clk_start, clk_end, smid, 0."""
+    raw = np.asarray(raw, np.uint64)
+    gx, gy = grid
+    if raw.shape != (gx * gy, 6):
+        raise ValueError(f"block buffer has shape {raw.shape}, expected {(gx * gy, 6)}")
+    gt_start, gt_end = raw[:, 0].astype(np.int64), raw[:, 1].astype(np.int64)
+    if np.any(gt_start == 0):
+        missing = int(np.count_nonzero(gt_start == 0))
+        raise ValueError(f"{missing} blocks left no record: the kernel did not run every block")
+    t0 = int(gt_start.min())
+    blocks = make_blocks(gx, gy)
+    blocks["start"] = gt_start - t0
+    blocks["end"] = gt_end - t0
+    blocks["smid"] = raw[:, 4].astype(np.uint16)
+    return BlockTimes(blocks, t0, raw[:, 2].copy(), clock_rate(raw, nominal_mhz))
+
+
+def clock_rate(raw: np.ndarray, nominal_mhz: float) -> float:
+    """ns per SM clock cycle, from blocks long enough to anchor clock64 against %globaltimer."""
+    span_ns = raw[:, 1].astype(np.float64) - raw[:, 0].astype(np.float64)
+    span_cycles = raw[:, 3].astype(np.float64) - raw[:, 2].astype(np.float64)
+    usable = (span_ns >= MIN_ANCHOR_SPAN_NS) & (span_cycles > 0)
+    if not np.any(usable):
+        return 1e3 / nominal_mhz
+    return float(np.median(span_ns[usable] / span_cycles[usable]))
+
+
+def clock_marks_to_ns(marks: np.ndarray, rows: np.ndarray, times: BlockTimes) -> np.ndarray:
+    """Raw 32-bit clock64 low words -> ns from kernel start, clamped inside each block.
+
+    ``marks`` has any shape whose first axis indexes ``rows`` (block ids).
+    """
+    marks = np.asarray(marks, np.uint32)
+    clk0 = (times.clk_start[rows] & np.uint64(UNWRITTEN)).astype(np.uint32)
+    extra = (1,) * (marks.ndim - 1)
+    cycles = (marks - clk0.reshape(-1, *extra)).astype(np.int64)  # modulo 2**32 by uint32
+    start = times.blocks["start"][rows].reshape(-1, *extra)
+    end = times.blocks["end"][rows].reshape(-1, *extra)
+    ns = start + np.rint(cycles * times.ns_per_cycle).astype(np.int64)
+    return np.clip(ns, start, end)
+
+
+PHASE_WORDS = 4  # issue, loaded, computed, unused (one 16-byte store per lane)
+
+
+def decode_phases(
+    raw: np.ndarray, every: int, n_tiles: int, times: BlockTimes
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """raw: uint32 [rows, n_tiles, 4] -> (phase_blocks, issue, loaded, computed)."""
+    n_blocks = len(times.blocks)
+    phase_blocks = np.arange(0, n_blocks, every, dtype=np.int64)
+    raw = np.asarray(raw, np.uint32).reshape(len(phase_blocks), n_tiles, PHASE_WORDS)
+    ns = clock_marks_to_ns(raw[..., :3], phase_blocks, times)
+    return phase_blocks, ns[..., 0], ns[..., 1], ns[..., 2]
+
+
+def decode_waits(
+    raw: np.ndarray, every: int, n_tiles: int, n_warps: int, ns_per_cycle: float, n_blocks: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """raw: uint32 cycles [rows, n_tiles, warps, 2] -> (warp_blocks, barrier waits in ns)."""
+    warp_blocks = np.arange(0, n_blocks, every, dtype=np.int64)
+    raw = np.asarray(raw, np.uint32).reshape(len(warp_blocks), n_tiles, n_warps, 2)
+    return warp_blocks, np.rint(raw.astype(np.float64) * ns_per_cycle).astype(np.int64)
+
+
+def decode_probe(raw: np.ndarray, tile: int) -> tuple[np.ndarray, int]:
+    """raw: uint32 [1 + sites, 32] -> (probe records, shared window base of the tiles).
+
+    Unwritten lanes (the buffer is filled with 0xFFFFFFFF) become -1, as in the access model.
+    """
+    raw = np.asarray(raw, np.uint32)
+    order = access.site_order(tile)
+    if raw.shape != (1 + len(order), 32):
+        raise ValueError(f"probe buffer has shape {raw.shape}, expected {(1 + len(order), 32)}")
+    records = np.zeros(len(order), PROBE_DTYPE)
+    records["site"] = [site for site, _ in order]
+    records["k"] = [k for _, k in order]
+    records["kind"] = np.where(np.char.startswith(records["site"], "st"), "store", "load")
+    records["width"] = access.FLOAT_BYTES
+    records["offsets"] = raw[1:].view(np.int32)
+    return records, int(raw[0, 0])

@@ -1,0 +1,1 @@
+"""Benchmark scripts. They print ratios measured in one run; they are not tests."""

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One device call: GPU tests, the kernel benchmark, the bundled recordings, SASS load widths.
+# Run from the repository root on the GPU machine; results go to $OUT.
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/matviz-out}
+mkdir -p "$OUT/traces"
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  python3 -c 'import cupy, numpy; print("cupy", cupy.__version__, "numpy", numpy.__version__)'
+  python3 -m matviz.cli info
+} 2>&1 | tee "$OUT/env.txt"
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  python3 -m pytest -m gpu tests/gpu -q -x -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/gpu_tests.txt"
+fi
+
+for spec in "tiled 16 0" "tiled 32 0" "tiled_transposed 32 0" "tiled_transposed 32 1"; do
+  set -- $spec
+  python3 -m matviz.cli record "$1" -M 1024 -N 1024 -K 1024 --tile "$2" --pad "$3" --level 3 \
+    --backend cuda -o "$OUT/traces/$1_t$2_p$3_1024.mvz" 2>&1 | tee -a "$OUT/recordings.txt"
+done
+ls -l "$OUT/traces" | tee -a "$OUT/recordings.txt"
+
+# Which shared loads did ptxas vectorise? (padding [32][33] is said to stop LDS.128)
+for k in 02_tiled 03_tiled_transposed; do for p in 0 1; do
+  nvcc -arch=sm_90 -cubin -DTILE=32 -DPAD=$p -DMV_LEVEL=0 -Ikernels -o /tmp/$k.$p.cubin kernels/$k.cu
+  echo "$k T=32 PAD=$p: $(cuobjdump -sass /tmp/$k.$p.cubin | grep -oE 'LDS(\.[0-9U]+)*|STS(\.[0-9U]+)*' | sort | uniq -c | tr '\n' ' ')"
+done; done 2>&1 | tee "$OUT/sass.txt"
+
+python3 -m matviz.bench.kernels --size "${BENCH_SIZE:-4096}" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"

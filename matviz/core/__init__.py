@@ -1,0 +1,1 @@
+"""Trace model, kernel catalog, access models and metrics. Imports no Qt and no CuPy."""

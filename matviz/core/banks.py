@@ -1,0 +1,72 @@
+"""Shared-memory bank conflicts: 32 banks, each 4 bytes wide.
+
+A warp access of ``width`` bytes per lane is served in phases of ``128 // width`` lanes. Within a
+phase, lanes that touch the same 4-byte word share it (broadcast); distinct words in one bank
+serialise, so a phase costs as many wavefronts as its busiest bank has distinct words.
+
+``offsets`` arrays have shape (..., 32): byte offsets per lane, negative (-1) for inactive lanes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+N_BANKS = 32
+BANK_BYTES = 4
+WARP_SIZE = 32
+WIDTHS = (4, 8, 16)
+
+
+def banks_of(offsets: ArrayLike) -> np.ndarray:
+    """Bank of each lane's byte offset; inactive lanes (negative offsets) stay -1."""
+    off = np.asarray(offsets, np.int64)
+    return np.where(off < 0, -1, (off // BANK_BYTES) % N_BANKS)
+
+
+def _words_per_bank(offsets: ArrayLike, width: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Distinct words per (access, phase, bank): shape (n, phases, 32), plus the leading shape."""
+    if width not in WIDTHS:
+        raise ValueError(f"access width must be one of {WIDTHS} bytes, not {width}")
+    width = int(width)  # a numpy scalar from a probe row would otherwise leak into shapes
+    off = np.asarray(offsets, np.int64)
+    if off.ndim < 1 or off.shape[-1] != WARP_SIZE:
+        raise ValueError(f"offsets must have shape (..., {WARP_SIZE}), not {off.shape}")
+    lead = off.shape[:-1]
+    off = off.reshape(-1, WARP_SIZE)
+    n = off.shape[0]
+    n_words = width // BANK_BYTES
+    n_phases = n_words  # 32 lanes / (128 // width lanes per phase)
+
+    # Each phase touches lanes_per_phase * n_words == 32 words: one row of 32 per (access,
+    # phase), lanes in order. Inactive lanes become -1 so they sort first and are dropped.
+    words = (off // BANK_BYTES)[:, :, None] + np.arange(n_words)
+    words = np.where((off >= 0)[:, :, None], words, -1).reshape(n * n_phases, WARP_SIZE)
+
+    # Lanes on one word are one broadcast: count each distinct word of a row once.
+    words.sort(axis=1)
+    distinct = np.ones(words.shape, bool)
+    distinct[:, 1:] = words[:, 1:] != words[:, :-1]
+    distinct &= words >= 0
+    row = np.broadcast_to(np.arange(n * n_phases)[:, None], words.shape)
+    cell = row[distinct] * N_BANKS + words[distinct] % N_BANKS
+    counts = np.bincount(cell, minlength=n * n_phases * N_BANKS)
+    return counts.reshape(n, n_phases, N_BANKS), lead
+
+
+def wavefronts(offsets: ArrayLike, width: int) -> np.ndarray:
+    """Shared-memory wavefronts each access needs: per phase the busiest bank, summed."""
+    counts, lead = _words_per_bank(offsets, width)
+    return counts.max(axis=2).sum(axis=1).reshape(lead)
+
+
+def conflict_degree(offsets: ArrayLike, width: int) -> np.ndarray:
+    """The n in "n-way bank conflict" (1 = conflict-free, 0 = no active lane)."""
+    counts, lead = _words_per_bank(offsets, width)
+    return counts.max(axis=(1, 2)).reshape(lead)
+
+
+def bank_matrix(offsets: ArrayLike, width: int) -> np.ndarray:
+    """Distinct words hit in each bank, summed over phases: shape (..., 32)."""
+    counts, lead = _words_per_bank(offsets, width)
+    return counts.sum(axis=1).reshape(lead + (N_BANKS,))

@@ -1,0 +1,163 @@
+"""Numbers the lessons quote, computed from a Trace or from the problem shape alone.
+
+Times are integer nanoseconds from kernel start, so FLOP per ns reads directly as GFLOP/s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from matviz.core.trace import Trace
+from matviz.errors import MatvizError
+
+DEFAULT_BINS = 200
+
+
+def total_flops(trace: Trace) -> float:
+    """Useful FLOP of the whole GEMM: one multiply and one add per (m, n, k)."""
+    m, n, k = trace.shape
+    return 2.0 * m * n * k
+
+
+def global_load_bytes_formula(
+    M: int, N: int, K: int, tile: int, elem_bytes: int = 4, tiled: bool = True
+) -> float:
+    """Global-memory bytes the lesson's formula predicts: 2MNK elements naive, 2MNK/tile tiled."""
+    elements = 2.0 * M * N * K
+    if tiled:
+        if tile <= 0:
+            raise ValueError(f"tile must be positive, not {tile}")
+        elements /= tile
+    return elements * elem_bytes
+
+
+# -- FLOP rate over time --------------------------------------------------------------------
+
+
+def _flop_intervals(
+    trace: Trace, flops_per_block_tile: float | ArrayLike | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start_ns, end_ns, flop) intervals whose flop sum to the GEMM's 2MNK."""
+    blocks = trace.blocks
+    per_block = total_flops(trace) / len(blocks)
+    sampled = np.unique(trace.phase_blocks) if trace.n_tiles else np.zeros(0, np.int64)
+
+    # Blocks without phase marks spread their share evenly over their lifetime.
+    plain = np.ones(len(blocks), bool)
+    plain[sampled] = False
+    starts = [blocks["start"][plain]]
+    ends = [blocks["end"][plain]]
+    flops = [np.full(int(plain.sum()), per_block)]
+
+    if len(sampled):
+        if flops_per_block_tile is None:
+            tile = trace.params.get("tile", 1)
+            flops_per_block_tile = 2.0 * tile**3
+        weight = np.broadcast_to(np.asarray(flops_per_block_tile, float), trace.loaded.shape)
+        if np.any(weight < 0) or weight.sum() <= 0:
+            raise ValueError("flops_per_block_tile must be non-negative and not all zero")
+        # Edge blocks do fewer useful FLOP than full tiles; rescale so the sampled blocks
+        # together carry exactly their share of 2MNK. Only relative weights matter.
+        scale = per_block * len(sampled) / weight.sum()
+        starts.append(trace.loaded.ravel())
+        ends.append(trace.computed.ravel())
+        flops.append((weight * scale).ravel())
+
+    start = np.concatenate(starts).astype(np.float64)
+    end = np.concatenate(ends).astype(np.float64)
+    return start, end, np.concatenate(flops)
+
+
+def _flop_done_by(
+    edges: np.ndarray, start: np.ndarray, end: np.ndarray, flop: np.ndarray
+) -> np.ndarray:
+    """Cumulative FLOP finished at each of the (sorted) ``edges`` times."""
+    spread = end > start
+    done = np.zeros(len(edges))
+    if spread.any():
+        s, e = start[spread], end[spread]
+        rate = flop[spread] / (e - s)
+        # Piecewise-constant total rate: +r where an interval opens, -r where it closes.
+        times, where = np.unique(np.concatenate([s, e]), return_inverse=True)
+        steps = np.bincount(where, weights=np.concatenate([rate, -rate]), minlength=len(times))
+        level = np.cumsum(steps)[:-1]  # total rate on [times[j], times[j + 1])
+        cumulative = np.concatenate([[0.0], np.cumsum(level * np.diff(times))])
+        # Piecewise linear between event times, flat outside them: interp is exact.
+        done += np.interp(edges, times, cumulative)
+    # Zero-length intervals happen at an instant: a step, so no infinite rate. The first
+    # edge counts none, so a step exactly there lands in the first bin.
+    at = start[~spread]
+    order = np.argsort(at)
+    jumps = np.concatenate([[0.0], np.cumsum(flop[~spread][order])])
+    instant = jumps[np.searchsorted(at[order], edges, side="right")]
+    instant[0] = 0.0
+    return done + instant
+
+
+def flop_rate(
+    trace: Trace,
+    bins: int | None = None,
+    flops_per_block_tile: float | ArrayLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """In-kernel FLOP rate over time: (bin centres in ns, GFLOP/s per bin).
+
+    Sampled blocks' FLOP happen in their compute phases (loaded -> computed of each k-tile),
+    weighted by ``flops_per_block_tile`` (default 2*tile**3; a scalar or an array shaped like
+    the phase arrays); other blocks spread theirs over [start, end]. The equal-width bins span
+    [0, duration] (wider only if a phase lies outside) and integrate to exactly 2MNK.
+    """
+    bins = DEFAULT_BINS if bins is None else int(bins)
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, not {bins}")
+    if len(trace.blocks) == 0:
+        edges = np.linspace(0.0, 1.0, bins + 1)
+        return (edges[:-1] + edges[1:]) / 2, np.zeros(bins)
+
+    start, end, flop = _flop_intervals(trace, flops_per_block_tile)
+    lo = min(start.min(), 0.0)
+    hi = max(end.max(), float(trace.duration_ns), lo + 1.0)
+    edges = np.linspace(lo, hi, bins + 1)
+    gflops = np.diff(_flop_done_by(edges, start, end, flop)) / np.diff(edges)
+    return (edges[:-1] + edges[1:]) / 2, gflops
+
+
+# -- scheduling ---------------------------------------------------------------------------
+
+
+def max_resident(trace: Trace) -> int:
+    """Most blocks alive at one instant, from the blocks' [start, end) intervals."""
+    blocks = trace.blocks
+    if len(blocks) == 0:
+        return 0
+    start = blocks["start"]
+    end = np.maximum(blocks["end"], start + 1)  # a zero-length block still occupied a slot
+    times = np.concatenate([start, end])
+    steps = np.concatenate([np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
+    order = np.lexsort((steps, times))  # at equal times, ends (-1) before starts (+1)
+    return int(np.cumsum(steps[order]).max())
+
+
+def waves(trace: Trace) -> int:
+    """How many rounds of resident blocks the grid needed: ceil(blocks / max resident)."""
+    resident = max_resident(trace)
+    return -(-len(trace.blocks) // resident) if resident else 0
+
+
+def blocks_per_sm_histogram(trace: Trace, n_sms: int | None = None) -> np.ndarray:
+    """Blocks each SM ran over the kernel, indexed by smid.
+
+    The length is ``n_sms``, else ``manifest['device']['sm_count']`` when present, so idle SMs
+    show as zeros; it grows if a smid lies beyond that.
+    """
+    if n_sms is None:
+        n_sms = int(trace.manifest["device"].get("sm_count", 0))
+    return np.bincount(trace.blocks["smid"].astype(np.int64), minlength=n_sms)
+
+
+def achieved_gflops(trace: Trace) -> float:
+    """2MNK over the median kernel time recorded in the manifest's stats, in GFLOP/s."""
+    ms = trace.manifest["stats"].get("time_ms_median")
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not ms > 0:
+        raise MatvizError("the trace has no kernel timing (stats.time_ms_median): record it again")
+    return total_flops(trace) / (ms * 1e6)

@@ -1,0 +1,37 @@
+"""Which blocks keep their per-tile phases and warp arrivals, under a trace budget.
+
+Both backends use these rules, and the CUDA kernels apply the same one on the device:
+a block keeps phases when ``linear_block_id % phase_every == 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+DEFAULT_BUDGET_BYTES = 256 * 2**20
+PHASE_MARKS = 3  # issue, loaded, computed
+BYTES_PER_MARK = 8  # int64 ns in memory
+WARP_SAMPLE_TARGET = 64  # blocks whose per-warp barrier arrivals are kept (level 3)
+
+
+def phase_every(n_blocks: int, n_tiles: int, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> int:
+    """Smallest stride n such that every n-th block's phases fit in ``budget_bytes``."""
+    if n_tiles == 0 or n_blocks == 0:
+        return 1
+    per_block = n_tiles * PHASE_MARKS * BYTES_PER_MARK
+    fitting = max(1, budget_bytes // per_block)
+    return max(1, math.ceil(n_blocks / fitting))
+
+
+def warp_every(n_blocks: int, phase_stride: int = 1, target: int = WARP_SAMPLE_TARGET) -> int:
+    """Stride that keeps about ``target`` blocks' warp arrivals, spread over the launch.
+
+    A multiple of the phase stride, so every block with warp arrivals also has phases.
+    """
+    stride = max(1, n_blocks // target)
+    return -(-stride // phase_stride) * phase_stride
+
+
+def sampled_blocks(n_blocks: int, every: int) -> int:
+    """How many blocks a stride of ``every`` keeps (block 0 always)."""
+    return math.ceil(n_blocks / every)

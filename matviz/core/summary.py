@@ -1,0 +1,75 @@
+"""The text summary printed by ``matviz record`` and ``matviz show``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from matviz.core import metrics
+from matviz.core.catalog import LEVEL_NAMES
+from matviz.core.trace import Trace
+
+
+def _fmt(value, spec: str, missing: str = "n/a") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def summary_lines(trace: Trace) -> list[str]:
+    m = trace.manifest
+    stats = m["stats"]
+    M, N, K = trace.shape
+    params = "  ".join(f"{k}={v}" for k, v in trace.params.items())
+    level = m["level"]
+    lines = [
+        f"kernel     {trace.kernel}  {params}  {M}x{N}x{K} {m['dtype']}",
+        f"source     {trace.provenance} (backend {trace.backend}, level {level} "
+        f"{LEVEL_NAMES.get(level, '?')})",
+        f"time       {_fmt(stats.get('time_ms_median'), '.4f')} ms median "
+        f"(min {_fmt(stats.get('time_ms_min'), '.4f')}, max {_fmt(stats.get('time_ms_max'), '.4f')}"
+        f", {stats.get('repeats', 1)} runs)",
+        f"GFLOP/s    {_fmt(stats.get('gflops'), '.1f')}   cuBLAS {_fmt(stats.get('cublas_gflops'), '.1f')}"
+        f"   = {_fmt(stats.get('pct_cublas'), '.1f')}% of cuBLAS",
+        f"rel.error  {_fmt(stats.get('rel_error'), '.2e', 'not computed (simulated)')}",
+    ]
+    overhead = stats.get("overhead_pct")
+    if overhead is not None:
+        lines.append(f"overhead   level {level} build {overhead:+.2f}% against level 0")
+    if stats.get("span_vs_event") is not None:
+        lines.append(
+            f"span       %globaltimer {stats['span_ns'] / 1e6:.4f} ms vs CUDA event "
+            f"{stats['event_ms']:.4f} ms ({100 * stats['span_vs_event']:.1f}%)"
+        )
+    per_sm = metrics.blocks_per_sm_histogram(trace)
+    used = per_sm[per_sm > 0]
+    lines.append(
+        f"waves      {metrics.waves(trace)} ({len(trace.blocks)} blocks, at most "
+        f"{metrics.max_resident(trace)} resident; blocks per SM {used.min() if len(used) else 0}"
+        f"..{used.max() if len(used) else 0} on {len(used)} SMs)"
+    )
+    occ = m.get("occupancy")
+    if occ:
+        lines.append(f"occupancy  {occ['blocks_per_sm']} blocks/SM, limited by {occ['limiter']}")
+    gbytes = m.get("global_bytes")
+    if gbytes:
+        lines.append(
+            f"global     {gbytes['issued'] / 1e6:.1f} MB loaded by the kernel; lesson formula "
+            f"{gbytes['formula'] / 1e6:.1f} MB"
+        )
+    sampling = m["sampling"]
+    if len(trace.phase_blocks):
+        lines.append(
+            f"phases     {len(trace.phase_blocks)} of {len(trace.blocks)} blocks x "
+            f"{trace.n_tiles} k-tiles (every {sampling.get('phase_every', 1)}. block)"
+        )
+    if len(trace.probe):
+        worst = int(np.max(_degrees(trace)))
+        lines.append(f"probe      {len(trace.probe)} shared accesses; worst conflict {worst}-way")
+    return lines
+
+
+def _degrees(trace: Trace) -> np.ndarray:
+    from matviz.core.banks import conflict_degree
+
+    widths = trace.probe["width"]
+    return np.concatenate(
+        [conflict_degree(trace.probe["offsets"][widths == w], int(w)) for w in np.unique(widths)]
+    )

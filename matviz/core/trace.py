@@ -1,0 +1,183 @@
+"""The trace schema shared by every backend (CuPy recorder and simulator).
+
+A trace is a JSON-able manifest plus numpy arrays. All times are integer nanoseconds from the
+start of the kernel (the earliest block start), so real and simulated traces read the same.
+
+Arrays
+------
+blocks   one row per thread block, in linear launch order (``by * grid_x + bx``):
+         ``bx, by, smid, start, end``. Every block is always present.
+phases   per-k-tile marks for the blocks in ``phase_blocks`` (all of them when the trace budget
+         allows, else a deterministic sample). For k-tile ``t`` of block row ``i``:
+         ``issue[i, t]``   the block began issuing the global loads of the tile;
+         ``loaded[i, t]``  it passed barrier 1: As and Bs are complete;
+         ``computed[i, t]`` it passed barrier 2: every warp finished using the tile.
+warps    optional (level 3): ``arrive[i, t, w, b]``, when warp ``w`` of block
+         ``warp_blocks[i]`` reached barrier ``b`` (0 or 1) of k-tile ``t``.
+probe    optional (level 3): one row per shared-memory access instruction that the probed warp
+         executed in the probed k-tile, in program order: ``site`` label, inner index ``k``,
+         ``kind`` (``store``/``load``), ``width`` in bytes and ``offsets`` (32 lane byte offsets
+         from the start of the kernel's shared memory; -1 for an inactive lane).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+BLOCK_DTYPE = np.dtype(
+    [("bx", "<u4"), ("by", "<u4"), ("smid", "<u2"), ("start", "<i8"), ("end", "<i8")]
+)
+PROBE_DTYPE = np.dtype(
+    [
+        ("site", "<U12"),
+        ("k", "<i4"),
+        ("kind", "<U5"),
+        ("width", "u1"),
+        ("offsets", "<i4", (32,)),
+    ]
+)
+
+BACKENDS = ("cuda", "sim")
+
+# Manifest keys every trace must carry; trace_io checks them when it reads a file.
+REQUIRED_MANIFEST_KEYS = (
+    "schema_version",
+    "kernel",
+    "params",
+    "M",
+    "N",
+    "K",
+    "dtype",
+    "backend",
+    "device",
+    "timer",
+    "level",
+    "geometry",
+    "sampling",
+    "software",
+    "stats",
+)
+
+
+@dataclass
+class Trace:
+    """One recorded (or simulated) kernel run."""
+
+    manifest: dict[str, Any]
+    blocks: np.ndarray
+    phase_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    issue: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    loaded: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    computed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    warp_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    arrive: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0, 2), np.int64))
+    probe: np.ndarray = field(default_factory=lambda: np.zeros(0, PROBE_DTYPE))
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # -- convenient views of the manifest -------------------------------------------------
+    @property
+    def kernel(self) -> str:
+        return self.manifest["kernel"]
+
+    @property
+    def params(self) -> dict[str, int]:
+        return self.manifest["params"]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.manifest["M"], self.manifest["N"], self.manifest["K"]
+
+    @property
+    def backend(self) -> str:
+        return self.manifest["backend"]
+
+    @property
+    def is_simulated(self) -> bool:
+        return self.backend == "sim"
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        gx, gy = self.manifest["geometry"]["grid"]
+        return int(gx), int(gy)
+
+    @property
+    def n_tiles(self) -> int:
+        return int(self.issue.shape[1])
+
+    @property
+    def duration_ns(self) -> int:
+        return int(self.blocks["end"].max()) if len(self.blocks) else 0
+
+    @property
+    def provenance(self) -> str:
+        """What a user must be told about where the data came from."""
+        device = self.manifest["device"].get("name", "unknown GPU")
+        if self.is_simulated:
+            return f"simulated ({device} model)"
+        return f"recorded on {device}"
+
+    # -- invariants ------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise ValueError when arrays disagree with each other or with the manifest."""
+        missing = [k for k in REQUIRED_MANIFEST_KEYS if k not in self.manifest]
+        if missing:
+            raise ValueError(f"manifest lacks {', '.join(missing)}")
+        if self.manifest["backend"] not in BACKENDS:
+            raise ValueError(f"unknown backend {self.manifest['backend']!r}")
+        if self.blocks.dtype != BLOCK_DTYPE:
+            raise ValueError("blocks array has the wrong dtype")
+        gx, gy = self.grid
+        if len(self.blocks) != gx * gy:
+            raise ValueError(f"{len(self.blocks)} block rows for a {gx}x{gy} grid")
+        if np.any(self.blocks["end"] < self.blocks["start"]):
+            raise ValueError("a block ends before it starts")
+        shape = self.issue.shape
+        if self.loaded.shape != shape or self.computed.shape != shape:
+            raise ValueError("phase arrays differ in shape")
+        if shape[0] != len(self.phase_blocks):
+            raise ValueError("phase rows do not match phase_blocks")
+        if len(self.phase_blocks) and (
+            self.phase_blocks.min() < 0 or self.phase_blocks.max() >= len(self.blocks)
+        ):
+            raise ValueError("phase_blocks names a block outside the grid")
+        if self.arrive.shape[0] != len(self.warp_blocks):
+            raise ValueError("warp rows do not match warp_blocks")
+        if len(self.warp_blocks) and (
+            self.arrive.shape[1] != shape[1]
+            or self.arrive.shape[3] != 2
+            or not np.isin(self.warp_blocks, self.phase_blocks).all()
+        ):
+            raise ValueError("warp arrivals must cover the k-tiles of blocks that have phases")
+        for name in ("phase_blocks", "issue", "loaded", "computed", "warp_blocks", "arrive"):
+            if getattr(self, name).dtype != np.int64:
+                raise ValueError(f"{name} must be int64")
+        if self.probe.dtype != PROBE_DTYPE:
+            raise ValueError("probe array has the wrong dtype")
+
+    def block_index(self, bx: int, by: int) -> int:
+        """Linear launch index of block (bx, by)."""
+        gx, gy = self.grid
+        if not (0 <= bx < gx and 0 <= by < gy):
+            raise IndexError(f"block ({bx}, {by}) is outside the {gx}x{gy} grid")
+        return by * gx + bx
+
+    def phase_row(self, block: int) -> int | None:
+        """Row of ``block`` in the phase arrays, or None when it was not sampled."""
+        hit = np.flatnonzero(self.phase_blocks == block)
+        return int(hit[0]) if len(hit) else None
+
+
+def make_blocks(grid_x: int, grid_y: int) -> np.ndarray:
+    """An all-blocks array in launch order with bx/by filled and times zeroed."""
+    blocks = np.zeros(grid_x * grid_y, BLOCK_DTYPE)
+    linear = np.arange(grid_x * grid_y)
+    blocks["bx"] = linear % grid_x
+    blocks["by"] = linear // grid_x
+    return blocks

@@ -1,0 +1,181 @@
+"""Shared-memory access models, checked against hand-worked lanes, words and banks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from matviz.core import access, banks
+from matviz.core.access import access_records, lane_offsets, site_order
+from matviz.core.catalog import get_kernel
+
+SEED_TILED = ("tiled", "tiled_transposed")
+TILES = (8, 16, 32)
+PADS = (0, 1, 2, 4)
+
+
+def _warps(tile: int) -> range:
+    return range(tile * tile // 32)
+
+
+def _degree(offsets: np.ndarray) -> int:
+    return int(banks.conflict_degree(offsets, 4))
+
+
+# -- the transposed store: the lesson's 32-way conflict -----------------------------------------
+
+
+@pytest.mark.parametrize("warp", [0, 3, 31])
+def test_transposed_store_without_padding_is_32_way(warp: int) -> None:
+    # Tile 32: lane = tx, warp = ty. As[tx][ty] is word tx*32 + ty -> bank ty for every lane,
+    # 32 distinct words in one bank.
+    offsets = lane_offsets("tiled_transposed", 32, 0, warp, "st_As")
+    assert np.array_equal(offsets, (np.arange(32) * 32 + warp) * 4)
+    assert np.array_equal(banks.banks_of(offsets), np.full(32, warp))
+    assert _degree(offsets) == 32
+    assert int(banks.wavefronts(offsets, 4)) == 32
+
+
+@pytest.mark.parametrize("warp", [0, 3, 31])
+def test_transposed_store_with_padding_is_conflict_free(warp: int) -> None:
+    # Word tx*33 + ty -> bank (tx + ty) % 32: a different bank for each of the 32 lanes.
+    offsets = lane_offsets("tiled_transposed", 32, 1, warp, "st_As")
+    assert sorted(banks.banks_of(offsets)) == list(range(32))
+    assert _degree(offsets) == 1
+    assert int(banks.wavefronts(offsets, 4)) == 1
+
+
+def test_transposed_inner_load_is_a_broadcast() -> None:
+    # As[k][ty]: at tile 32 every lane of a warp shares ty, so all read one word.
+    for k in (0, 17, 31):
+        offsets = lane_offsets("tiled_transposed", 32, 0, 5, "ld_As", k)
+        assert len(set(offsets.tolist())) == 1
+        assert offsets[0] == (k * 32 + 5) * 4
+        assert _degree(offsets) == 1
+
+
+# -- the seed tiled kernel is conflict-free without padding -------------------------------------
+
+
+@pytest.mark.parametrize("tile", [16, 32])
+def test_seed_tiled_kernel_is_conflict_free_without_padding(tile: int) -> None:
+    for warp in _warps(tile):
+        records = access_records("tiled", tile, 0, warp)
+        for record in records:
+            assert _degree(record["offsets"]) == 1, (tile, warp, record["site"], record["k"])
+
+
+@pytest.mark.parametrize("tile", [16, 32])
+def test_seed_tiled_ld_as_is_a_broadcast(tile: int) -> None:
+    # As[ty][k]: a warp spans 32 / tile rows of threads, so it touches only that many words.
+    rows_per_warp = 32 // tile
+    for warp in _warps(tile):
+        for k in range(tile):
+            offsets = lane_offsets("tiled", tile, 0, warp, "ld_As", k)
+            words = sorted(set((offsets // 4).tolist()))
+            first_ty = warp * rows_per_warp
+            assert words == [(first_ty + r) * tile + k for r in range(rows_per_warp)]
+
+
+def test_tile_8_pad_1_store_is_2_way() -> None:
+    # Warp 0 of an 8x8 block holds ty 0..3, tx 0..7: words ty*9 + tx are 0-7, 9-16, 18-25 and
+    # 27-34. Words 32, 33, 34 fall in banks 0, 1, 2 beside words 0, 1, 2: a 2-way conflict.
+    offsets = lane_offsets("tiled", 8, 1, 0, "st_As")
+    words = [ty * 9 + tx for ty in range(4) for tx in range(8)]
+    assert np.array_equal(offsets, np.array(words) * 4)
+    assert _degree(offsets) == 2
+    assert int(banks.wavefronts(offsets, 4)) == 2
+    # Bs sits 8*9 = 72 words later; the same shape shifted keeps the same 2-way conflict.
+    assert _degree(lane_offsets("tiled", 8, 1, 0, "st_Bs")) == 2
+
+
+# -- hand-computed lanes -------------------------------------------------------------------------
+
+
+def test_transposed_tile_32_pad_1_warp_3_lane_5() -> None:
+    # tid = 3*32 + 5 = 101 -> tx = 101 % 32 = 5, ty = 101 // 32 = 3; stride 33; Bs base 32*33*4.
+    lane, bs_base = 5, 4224
+    cases = {
+        ("st_As", 0): (5 * 33 + 3) * 4,  # As[tx][ty] -> 168 -> byte 672
+        ("st_Bs", 0): bs_base + (3 * 33 + 5) * 4,  # Bs[ty][tx] -> 4640
+        ("ld_As", 7): (7 * 33 + 3) * 4,  # As[k][ty] -> 936
+        ("ld_Bs", 7): bs_base + (7 * 33 + 5) * 4,  # Bs[k][tx] -> 5168
+    }
+    assert cases[("st_As", 0)] == 672
+    for (site, k), expected in cases.items():
+        assert lane_offsets("tiled_transposed", 32, 1, 3, site, k)[lane] == expected, site
+
+
+def test_tiled_tile_16_pad_2_warp_5_lane_19() -> None:
+    # tid = 5*32 + 19 = 179 -> tx = 179 % 16 = 3, ty = 179 // 16 = 11; stride 18; Bs at 16*18*4.
+    lane, bs_base = 19, 1152
+    cases = {
+        ("st_As", 0): (11 * 18 + 3) * 4,  # As[ty][tx] -> 804
+        ("st_Bs", 0): bs_base + (11 * 18 + 3) * 4,  # Bs[ty][tx] -> 1956
+        ("ld_As", 4): (11 * 18 + 4) * 4,  # As[ty][k] -> 808
+        ("ld_Bs", 4): bs_base + (4 * 18 + 3) * 4,  # Bs[k][tx] -> 1452
+    }
+    for (site, k), expected in cases.items():
+        assert lane_offsets("tiled", 16, 2, 5, site, k)[lane] == expected, site
+
+
+# -- layout ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel", SEED_TILED)
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("pad", PADS)
+def test_stores_cover_each_tile_once_and_bs_follows_as(kernel: str, tile: int, pad: int) -> None:
+    stride = tile + pad
+    bs_base = tile * stride * 4
+    st_as = np.concatenate([lane_offsets(kernel, tile, pad, w, "st_As") for w in _warps(tile)])
+    st_bs = np.concatenate([lane_offsets(kernel, tile, pad, w, "st_Bs") for w in _warps(tile)])
+    # The block's threads store every cell of the unpadded T x T tile exactly once.
+    cells = {(r * stride + c) * 4 for r in range(tile) for c in range(tile)}
+    assert sorted(st_as.tolist()) == sorted(cells)
+    assert sorted((st_bs - bs_base).tolist()) == sorted(cells)
+    assert st_bs.min() == bs_base
+    # Nothing reaches past the shared memory the catalog reserves.
+    smem = get_kernel(kernel).geometry({"tile": tile, "pad": pad}, 64, 64, 64).smem_bytes
+    assert st_bs.max() + 4 <= smem
+
+
+@pytest.mark.parametrize("kernel", SEED_TILED)
+@pytest.mark.parametrize("tile", TILES)
+def test_site_order_and_records(kernel: str, tile: int) -> None:
+    records = access_records(kernel, tile, 1, 0)
+    assert len(records) == 2 + 2 * tile
+    assert list(records["site"][:2]) == ["st_As", "st_Bs"]
+    assert list(records["kind"][:2]) == ["store", "store"]
+    assert list(records["site"][2::2]) == ["ld_As"] * tile
+    assert list(records["site"][3::2]) == ["ld_Bs"] * tile
+    assert list(records["k"][2::2]) == list(range(tile))
+    assert list(records["k"][3::2]) == list(range(tile))
+    assert set(records["kind"][2:]) == {"load"}
+    assert set(records["width"].tolist()) == {4}
+    assert [(str(s), int(k)) for s, k in zip(records["site"], records["k"], strict=True)] == (
+        site_order(tile)
+    )
+    for row, (site, k) in enumerate(site_order(tile)):
+        assert np.array_equal(records["offsets"][row], lane_offsets(kernel, tile, 1, 0, site, k))
+
+
+def test_warps_past_the_block_are_inactive() -> None:
+    # An 8x8 block has 64 threads: warps 0 and 1 only.
+    offsets = lane_offsets("tiled", 8, 0, 2, "st_As")
+    assert np.array_equal(offsets, np.full(32, -1))
+    assert _degree(offsets) == 0
+
+
+def test_naive_kernel_has_no_records() -> None:
+    assert len(access_records("naive", 16, 0, 0)) == 0
+    spec = get_kernel("naive")
+    assert len(spec.access_records(spec.resolve_params(), warp=0)) == 0
+    assert "naive" not in access.model_kernels()
+    assert set(access.model_kernels()) == set(SEED_TILED)
+
+
+def test_catalog_access_records_use_the_kernel_parameters() -> None:
+    spec = get_kernel("tiled_transposed")
+    records = spec.access_records(spec.resolve_params(tile=32, pad=0), warp=3)
+    assert _degree(records["offsets"][0]) == 32  # st_As, the transposed store

@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from matviz.core.banks import bank_matrix, banks_of, conflict_degree, wavefronts
+
+LANES = np.arange(32)
+
+
+def cost(offsets, width=4) -> tuple[int, int]:
+    off = np.asarray(offsets)
+    return int(wavefronts(off, width)), int(conflict_degree(off, width))
+
+
+def reference(offsets: list[int], width: int) -> tuple[int, int, list[int]]:
+    """Slow, literal model: (wavefronts, degree, words per bank summed over phases)."""
+    lanes_per_phase = 128 // width
+    total, degree, per_bank = 0, 0, [0] * 32
+    for first in range(0, 32, lanes_per_phase):
+        banks: dict[int, set[int]] = {}
+        for off in offsets[first : first + lanes_per_phase]:
+            if off < 0:
+                continue
+            for j in range(width // 4):
+                word = off // 4 + j
+                banks.setdefault(word % 32, set()).add(word)
+        worst = max((len(words) for words in banks.values()), default=0)
+        total += worst
+        degree = max(degree, worst)
+        for bank, words in banks.items():
+            per_bank[bank] += len(words)
+    return total, degree, per_bank
+
+
+def test_banks_of():
+    assert banks_of([0, 4, 127, 128, 132, -1]).tolist() == [0, 1, 31, 0, 1, -1]
+
+
+def test_consecutive_words_are_conflict_free():
+    assert cost(LANES * 4) == (1, 1)
+
+
+def test_same_word_is_a_broadcast():
+    assert cost(np.full(32, 40)) == (1, 1)
+    assert cost(LANES % 2 * 4 + 256) == (1, 1)  # two words, two banks
+
+
+def test_stride_32_words_is_32_way():
+    assert cost(LANES * 128) == (32, 32)
+
+
+def test_stride_33_words_is_conflict_free():
+    assert cost(LANES * 132) == (1, 1)
+
+
+def test_stride_2_words_is_2_way():
+    assert cost(LANES * 8) == (2, 2)
+
+
+def test_8_byte_consecutive_takes_two_phases():
+    assert cost(LANES * 8, 8) == (2, 1)
+
+
+def test_16_byte_consecutive_takes_four_phases():
+    assert cost(LANES * 16, 16) == (4, 1)
+
+
+def test_16_byte_same_column_conflicts_within_a_phase():
+    # Lanes 0..7 each read 4 words at a 128-byte stride: every lane hits banks 0..3.
+    assert cost(LANES * 128, 16) == (32, 8)
+
+
+def test_inactive_lanes_are_ignored():
+    off = LANES * 128
+    off[1:] = -1
+    assert cost(off) == (1, 1)
+    off = LANES * 8
+    off[16:] = -1  # the half that would collide is off
+    assert cost(off) == (1, 1)
+
+
+def test_all_inactive_costs_nothing():
+    assert cost(np.full(32, -1)) == (0, 0)
+    assert bank_matrix(np.full(32, -1), 4).tolist() == [0] * 32
+
+
+def test_padded_tile_row_pattern_is_2_way():
+    # A T=8 tile padded to 9 columns: lanes read word ty*9 + tx for ty 0..3, tx 0..7.
+    ty, tx = np.divmod(LANES, 8)
+    off = (ty * 9 + tx) * 4
+    assert cost(off) == (2, 2)
+    expected = np.ones(32, int)
+    expected[[0, 1, 2]] = 2
+    expected[[8, 17, 26]] = 0
+    assert bank_matrix(off, 4).tolist() == expected.tolist()
+
+
+def test_bank_matrix_of_strided_access():
+    assert bank_matrix(LANES * 128, 4).tolist() == [32] + [0] * 31
+    assert bank_matrix(LANES * 16, 16).tolist() == [4] * 32
+
+
+def test_leading_axes_are_kept():
+    off = np.stack([LANES * 4, LANES * 128, LANES * 8, np.full(32, -1)]).reshape(2, 2, 32)
+    assert wavefronts(off, 4).tolist() == [[1, 32], [2, 0]]
+    assert conflict_degree(off, 4).tolist() == [[1, 32], [2, 0]]
+    assert bank_matrix(off, 4).shape == (2, 2, 32)
+    assert wavefronts(off[:0].reshape(0, 32), 4).shape == (0,)
+
+
+def test_numpy_width_from_a_probe_row():
+    assert cost(LANES * 8, np.uint8(8)) == (2, 1)
+
+
+@pytest.mark.parametrize("width", [0, 2, 12, 32])
+def test_bad_width(width):
+    with pytest.raises(ValueError, match="width"):
+        wavefronts(LANES * 4, width)
+
+
+def test_bad_shape():
+    with pytest.raises(ValueError, match="shape"):
+        conflict_degree(np.zeros(16, int), 4)
+
+
+offsets_strategy = st.lists(
+    st.one_of(st.just(-1), st.integers(0, 64).map(lambda w: 4 * w), st.integers(0, 4095)),
+    min_size=32,
+    max_size=32,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(offsets_strategy, min_size=1, max_size=6),
+    width=st.sampled_from([4, 8, 16]),
+)
+def test_matches_reference(rows, width):
+    expected = [reference(r, width) for r in rows]
+    off = np.array(rows)
+    assert wavefronts(off, width).tolist() == [e[0] for e in expected]
+    assert conflict_degree(off, width).tolist() == [e[1] for e in expected]
+    assert bank_matrix(off, width).tolist() == [e[2] for e in expected]

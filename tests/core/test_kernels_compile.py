@@ -1,0 +1,309 @@
+"""Every catalog kernel compiles for sm_90 at every parameter combination and trace level.
+
+The whole matrix is built once (module fixture, two nvcc processes at a time); each test then
+asserts on the shared results. ``pytest -s`` shows the register/spill table.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from matviz.core import catalog, compile_report
+from matviz.core.catalog import CATALOG, LEVELS, KernelSpec, get_kernel
+from matviz.core.compile_report import (
+    CompileReport,
+    compile_flags,
+    defines,
+    nvcc_path,
+    parse_ptxas,
+    ptx,
+    registers_for,
+)
+from matviz.errors import MatvizError
+
+_no_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not on PATH")
+
+
+def needs_nvcc(test):
+    """Mark a test as needing nvcc and skip it cleanly where nvcc is missing."""
+    return pytest.mark.nvcc(_no_nvcc(test))
+
+
+ParamKey = tuple[tuple[str, int], ...]
+
+
+def _configs(spec: KernelSpec) -> list[ParamKey]:
+    names = sorted(spec.params)
+    return [
+        tuple(zip(names, values, strict=True))
+        for values in itertools.product(*(spec.params[n] for n in names))
+    ]
+
+
+MATRIX = [
+    (spec.name, params, level)
+    for spec in CATALOG.values()
+    for params in _configs(spec)
+    for level in LEVELS
+]
+KERNEL_LEVELS = [(name, level) for name in CATALOG for level in LEVELS]
+TILED = [name for name, spec in CATALOG.items() if spec.uses_shared]
+
+
+def _build(item: tuple[str, ParamKey, int]) -> CompileReport | MatvizError:
+    name, params, level = item
+    try:
+        return compile_report.compile_report(get_kernel(name), dict(params), level)
+    except MatvizError as exc:  # kept, so one broken build fails one test, not the module
+        return exc
+
+
+def _print_table(results: dict, seconds: float) -> None:
+    header = f"{'kernel':<17}{'tile':>5}{'pad':>4}{'lvl':>4}{'regs':>5}{'spill st/ld':>12}"
+    header += f"{'stack':>6}{'smem':>7}{'bar':>4}"
+    print(f"\nnvcc matrix: {len(results)} builds in {seconds:.1f} s")
+    print(header)
+    for (name, params, level), report in results.items():
+        p = dict(params)
+        if isinstance(report, MatvizError):
+            print(f"{name:<17}{p['tile']:>5}{p.get('pad', 0):>4}{level:>4}  FAILED: {report}")
+            continue
+        spills = f"{report.spill_store_bytes}/{report.spill_load_bytes}"
+        print(
+            f"{name:<17}{p['tile']:>5}{p.get('pad', 0):>4}{level:>4}{report.registers:>5}"
+            f"{spills:>12}{report.stack_bytes:>6}{report.smem_bytes:>7}{report.barriers:>4}"
+        )
+
+
+@pytest.fixture(scope="module")
+def builds() -> dict[tuple[str, ParamKey, int], CompileReport | MatvizError]:
+    start = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        results = dict(zip(MATRIX, pool.map(_build, MATRIX), strict=True))
+    _print_table(results, time.perf_counter() - start)
+    return results
+
+
+def _reports(builds: dict, name: str, level: int) -> list[tuple[dict[str, int], CompileReport]]:
+    out = []
+    for params in _configs(CATALOG[name]):
+        report = builds[(name, params, level)]
+        if isinstance(report, MatvizError):
+            pytest.fail(f"{name} {dict(params)} level {level} did not compile: {report}")
+        out.append((dict(params), report))
+    return out
+
+
+def _ptx_params(text: str, entry: str) -> list[str]:
+    match = re.search(rf"\.entry {re.escape(entry)}\((.*?)\)", text, re.DOTALL)
+    assert match, f"no .entry {entry}( in the PTX"
+    return [line for line in match.group(1).splitlines() if ".param" in line]
+
+
+# -- the compile matrix ------------------------------------------------------------------------
+
+
+@needs_nvcc
+@pytest.mark.parametrize(("name", "level"), KERNEL_LEVELS)
+def test_compiles_within_register_budget(builds, name: str, level: int) -> None:
+    for params, report in _reports(builds, name, level):
+        assert 0 < report.registers <= 255, (params, report.registers)
+        if level <= 2:
+            # Levels 0-2 are the timed ones: a spill would distort exactly what they measure.
+            assert report.spills == 0, (params, report.ptxas_log)
+            assert report.stack_bytes == 0, (params, report.ptxas_log)
+
+
+@needs_nvcc
+@pytest.mark.parametrize(("name", "level"), KERNEL_LEVELS)
+def test_compiled_smem_equals_catalog_geometry(builds, name: str, level: int) -> None:
+    spec = CATALOG[name]
+    for params, report in _reports(builds, name, level):
+        # smem does not depend on the matrix shape; any valid shape will do.
+        geometry = spec.validate(params, 1000, 777, 333)
+        assert report.smem_bytes == geometry.smem_bytes, params
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", TILED)
+def test_tiled_smem_is_two_padded_tiles(builds, name: str) -> None:
+    # Worked by hand: two float[T][T+P] arrays, e.g. T=32, P=1 -> 2 * 32 * 33 * 4 = 8448 bytes.
+    report = builds[(name, (("pad", 1), ("tile", 32)), 0)]
+    assert report.smem_bytes == 8448
+    report = builds[(name, (("pad", 0), ("tile", 8)), 0)]
+    assert report.smem_bytes == 2 * 8 * 8 * 4
+
+
+@needs_nvcc
+@pytest.mark.parametrize(("name", "level"), KERNEL_LEVELS)
+def test_barriers(builds, name: str, level: int) -> None:
+    spec = CATALOG[name]
+    for params, report in _reports(builds, name, level):
+        # Tiled kernels sync twice per k-tile; level >= 1 adds the block-end __syncthreads.
+        uses_barrier = spec.uses_shared or level >= 1
+        assert (report.barriers > 0) == uses_barrier, (params, report.ptxas_log)
+
+
+# -- instrumentation in the PTX ----------------------------------------------------------------
+
+
+@needs_nvcc
+@pytest.mark.parametrize(("name", "level"), KERNEL_LEVELS)
+def test_ptx_instrumentation_matches_level(builds, name: str, level: int) -> None:
+    spec = CATALOG[name]
+    for params in _configs(spec):
+        text = ptx(spec, dict(params), level)
+        n_params = len(_ptx_params(text, spec.entry_point))
+        if level == 0:
+            # A, B, C, M, N, K and nothing else; no timer or SM reads, only the store of C.
+            assert n_params == 6, params
+            for register in ("%globaltimer", "%smid", "%clock"):
+                assert register not in text, (params, register)
+            assert len(re.findall(r"\bst\.global", text)) == 1, params
+        else:
+            # MV_TRACE_PARAMS adds 4 buffers + 5 ints; the signature is the same at 1, 2, 3.
+            assert n_params == 6 + 9, params
+            assert "%globaltimer" in text, params
+            assert "%smid" in text, params
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", TILED)
+def test_level2_reads_clock64_per_tile(builds, name: str) -> None:
+    spec = CATALOG[name]
+    for params in _configs(spec):
+        level1 = ptx(spec, dict(params), 1)
+        level2 = ptx(spec, dict(params), 2)
+        reads1 = len(re.findall(r"mov\.u64\s+%rd\d+, %clock64;", level1))
+        reads2 = len(re.findall(r"mov\.u64\s+%rd\d+, %clock64;", level2))
+        # Level 1: block start and end. Level 2 adds three marks in the (not unrolled) k loop.
+        assert reads1 == 2, params
+        assert reads2 >= reads1 + 3, (params, reads2)
+
+
+@needs_nvcc
+def test_naive_levels_above_one_add_nothing(builds) -> None:
+    # The naive kernel has no k-tiles, so phase marks and probes have nowhere to go.
+    spec = CATALOG["naive"]
+    for params in _configs(spec):
+        texts = {level: ptx(spec, dict(params), level) for level in (1, 2, 3)}
+        assert texts[1] == texts[2] == texts[3], params
+
+
+# -- compile_report's own behaviour ------------------------------------------------------------
+
+
+def test_defines_and_flags() -> None:
+    tiled = get_kernel("tiled")
+    assert defines(tiled, {"tile": 32, "pad": 1}, 2) == ["-DTILE=32", "-DPAD=1", "-DMV_LEVEL=2"]
+    # Naive has no pad; PAD=0 keeps the list the same shape. Tile defaults to 16.
+    assert defines(get_kernel("naive"), {}, 0) == ["-DTILE=16", "-DPAD=0", "-DMV_LEVEL=0"]
+    flags = compile_flags(tiled, {"tile": 8}, 3)
+    assert flags[:3] == ["-DTILE=8", "-DPAD=0", "-DMV_LEVEL=3"]
+    assert flags[3] == f"-I{catalog.KERNEL_DIR}"
+
+
+def test_defines_reject_bad_level_and_params() -> None:
+    tiled = get_kernel("tiled")
+    with pytest.raises(MatvizError, match="level 4"):
+        defines(tiled, {}, 4)
+    with pytest.raises(MatvizError, match="tile=12"):
+        defines(tiled, {"tile": 12}, 0)
+    with pytest.raises(MatvizError, match="pad"):
+        defines(get_kernel("naive"), {"pad": 1}, 0)
+
+
+def test_registers_for_without_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compile_report, "nvcc_path", lambda: None)
+    spec = get_kernel("tiled")
+    assert registers_for(spec, {"tile": 16}) == (spec.register_estimate, "catalog estimate")
+
+
+def test_parse_ptxas_picks_the_entry() -> None:
+    # Hand-written log in ptxas's format: a callee's properties come first and must be ignored.
+    log = """ptxas info    : 0 bytes gmem
+ptxas info    : Function properties for helper
+    24 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Compiling entry function 'other' for 'sm_90'
+ptxas info    : Function properties for other
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 99 registers, used 0 barriers
+ptxas info    : Compiling entry function 'mv_x' for 'sm_90'
+ptxas info    : Function properties for mv_x
+    16 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]
+ptxas info    : Compile time = 3.0 ms
+"""
+    report = parse_ptxas(log, "mv_x")
+    assert (report.registers, report.barriers, report.smem_bytes) == (40, 1, 2048)
+    assert (report.stack_bytes, report.spill_store_bytes, report.spill_load_bytes) == (16, 4, 12)
+    assert report.spills == 16
+    assert "other" not in report.ptxas_log
+    with pytest.raises(MatvizError, match="mv_missing"):
+        parse_ptxas(log, "mv_missing")
+
+
+@pytest.fixture
+def scratch_kernels(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    """A private kernel directory and cache, with a 09_scratch entry, so edits stay local."""
+    kdir = tmp_path / "kernels"
+    kdir.mkdir()
+    shutil.copy(catalog.KERNEL_DIR / "trace.cuh", kdir / "trace.cuh")
+    shutil.copy(catalog.KERNEL_DIR / "02_tiled.cu", kdir / "09_scratch.cu")
+    text = (kdir / "09_scratch.cu").read_text().replace("mv_tiled(", "mv_scratch(")
+    (kdir / "09_scratch.cu").write_text(text)
+    monkeypatch.setattr(catalog, "KERNEL_DIR", kdir)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    spec = KernelSpec(
+        name="scratch",
+        number=9,
+        title="scratch",
+        concept="scratch",
+        seed_sections="none",
+        params={"tile": (8,), "pad": (0,)},
+        uses_shared=True,
+        register_estimate=1,
+    )
+    return spec, kdir, tmp_path / "cache" / "matviz" / "nvcc"
+
+
+@needs_nvcc
+def test_disk_cache_hits_and_invalidates(scratch_kernels, monkeypatch) -> None:
+    spec, kdir, cache = scratch_kernels
+    first = compile_report.compile_report(spec, {}, 0)
+    assert first.smem_bytes == 2 * 8 * 8 * 4
+    assert len(list(cache.glob("*.json"))) == 1
+
+    # A fresh process (no in-process memo) must be served from disk without running nvcc.
+    compile_report._build_keyed.cache_clear()
+    real_run = compile_report._run_nvcc
+
+    def no_nvcc(*args, **kwargs):
+        raise AssertionError("nvcc ran although the result was cached")
+
+    monkeypatch.setattr(compile_report, "_run_nvcc", no_nvcc)
+    assert compile_report.compile_report(spec, {}, 0) == first
+
+    # Editing the shared header changes the key, so nvcc must run again.
+    header = kdir / "trace.cuh"
+    header.write_text(header.read_text() + "\n// edited\n")
+    with pytest.raises(AssertionError, match="nvcc ran"):
+        compile_report.compile_report(spec, {}, 0)
+    monkeypatch.setattr(compile_report, "_run_nvcc", real_run)
+    assert compile_report.compile_report(spec, {}, 0) == first
+    assert len(list(cache.glob("*.json"))) == 2
+
+
+@needs_nvcc
+def test_compile_error_is_a_matviz_error(scratch_kernels) -> None:
+    spec, kdir, _ = scratch_kernels
+    source = kdir / "09_scratch.cu"
+    source.write_text(source.read_text().replace("float sum = 0.0f;", "float sum = undeclared;"))
+    with pytest.raises(MatvizError, match=r"09_scratch\.cu.*error.*undeclared"):
+        compile_report.compile_report(spec, {}, 0)

@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from matviz.core.metrics import (
+    achieved_gflops,
+    blocks_per_sm_histogram,
+    flop_rate,
+    global_load_bytes_formula,
+    max_resident,
+    total_flops,
+    waves,
+)
+from matviz.errors import MatvizError
+
+
+def integral(centres: np.ndarray, gflops: np.ndarray, trace) -> float:
+    # Bins are equal-width and span [0, duration]; GFLOP/s * ns = FLOP.
+    width = trace.duration_ns / len(centres)
+    return float(np.sum(gflops) * width)
+
+
+def schedule(trace, smid, start, end):
+    trace.blocks["smid"] = smid
+    trace.blocks["start"] = start
+    trace.blocks["end"] = end
+    return trace
+
+
+# -- formula -------------------------------------------------------------------------------
+
+
+def test_global_load_bytes_formula():
+    assert global_load_bytes_formula(1024, 1024, 1024, 32, tiled=False) == 2 * 2**30 * 4
+    assert global_load_bytes_formula(1024, 1024, 1024, 32) == 2 * 2**30 * 4 / 32
+    assert global_load_bytes_formula(64, 32, 16, 8, elem_bytes=2) == 2 * 64 * 32 * 16 / 8 * 2
+    assert isinstance(global_load_bytes_formula(1, 1, 1, 1), float)
+    with pytest.raises(ValueError):
+        global_load_bytes_formula(4, 4, 4, 0)
+
+
+def test_achieved_gflops(make_trace):
+    trace = make_trace()  # 48 x 64 x 80, median 0.25 ms
+    assert achieved_gflops(trace) == pytest.approx(2 * 48 * 64 * 80 / 0.25e6)
+    del trace.manifest["stats"]["time_ms_median"]
+    with pytest.raises(MatvizError, match="time_ms_median"):
+        achieved_gflops(trace)
+
+
+# -- scheduling ----------------------------------------------------------------------------
+
+
+def test_waves_on_a_two_sm_schedule(make_trace):
+    # Six blocks on two SMs, back to back: an end and a start at the same instant do not
+    # overlap, so at most two are resident and the grid runs in three waves.
+    trace = schedule(
+        make_trace(grid=(3, 2), phases=False),
+        smid=[0, 1, 0, 1, 0, 1],
+        start=[0, 0, 10, 10, 20, 25],
+        end=[10, 10, 20, 25, 30, 30],
+    )
+    assert max_resident(trace) == 2
+    assert waves(trace) == 3
+    assert blocks_per_sm_histogram(trace).tolist() == [3, 3]
+
+
+def test_overlap_raises_residency(make_trace):
+    trace = schedule(
+        make_trace(grid=(3, 2), phases=False),
+        smid=[0, 1, 0, 1, 0, 1],
+        start=[0, 0, 5, 10, 20, 25],
+        end=[10, 10, 20, 25, 30, 30],
+    )
+    assert max_resident(trace) == 3
+    assert waves(trace) == 2
+
+
+def test_all_at_once_is_one_wave(make_trace):
+    trace = schedule(make_trace(grid=(2, 2), phases=False), [0, 1, 2, 3], [0] * 4, [7] * 4)
+    assert (max_resident(trace), waves(trace)) == (4, 1)
+
+
+def test_zero_length_blocks_still_count(make_trace):
+    trace = schedule(make_trace(grid=(2, 1), phases=False), [0, 0], [0, 0], [0, 0])
+    assert (max_resident(trace), waves(trace)) == (2, 1)
+
+
+def test_histogram_length(make_trace):
+    trace = make_trace(grid=(3, 2), phases=False, n_sms=2)
+    trace.manifest["device"]["sm_count"] = 4
+    assert blocks_per_sm_histogram(trace).tolist() == [3, 3, 0, 0]
+    assert blocks_per_sm_histogram(trace, n_sms=3).tolist() == [3, 3, 0]
+    del trace.manifest["device"]["sm_count"]
+    assert blocks_per_sm_histogram(trace).tolist() == [3, 3]
+
+
+def test_conftest_trace_waves(make_trace):
+    trace = make_trace(grid=(4, 3), n_sms=2)  # one block at a time per SM
+    assert max_resident(trace) == 2
+    assert waves(trace) == 6
+
+
+# -- FLOP rate -----------------------------------------------------------------------------
+
+
+def one_block(make_trace):
+    # M = N = 16, K = 32: 16384 FLOP in two k-tiles computed over [10, 20) and [30, 40).
+    trace = make_trace(grid=(1, 1), n_tiles=2)
+    trace.blocks["start"], trace.blocks["end"] = 0, 50
+    trace.issue[:] = [[5, 25]]
+    trace.loaded[:] = [[10, 30]]
+    trace.computed[:] = [[20, 40]]
+    return trace
+
+
+def test_flop_rate_by_hand(make_trace):
+    centres, gflops = flop_rate(one_block(make_trace), bins=5)
+    assert centres.tolist() == [5, 15, 25, 35, 45]
+    assert gflops == pytest.approx([0, 819.2, 0, 819.2, 0])
+
+
+def test_flop_rate_weights(make_trace):
+    _, gflops = flop_rate(one_block(make_trace), bins=5, flops_per_block_tile=[[1, 3]])
+    assert gflops == pytest.approx([0, 409.6, 0, 1228.8, 0])
+    _, same = flop_rate(one_block(make_trace), bins=5, flops_per_block_tile=7.0)
+    assert same == pytest.approx([0, 819.2, 0, 819.2, 0])  # a scalar weight normalises away
+    with pytest.raises(ValueError):
+        flop_rate(one_block(make_trace), flops_per_block_tile=0)
+
+
+def test_zero_length_phase_is_an_instant(make_trace):
+    trace = one_block(make_trace)
+    trace.loaded[:] = [[10, 30]]
+    trace.computed[:] = [[20, 30]]  # tile 1 computed in no time: a step at t = 30
+    _, gflops = flop_rate(trace, bins=5)
+    assert gflops == pytest.approx([0, 819.2, 819.2, 0, 0])
+
+
+def test_instant_kernel(make_trace):
+    trace = schedule(make_trace(grid=(1, 1), phases=False, n_tiles=2), [0], [0], [0])
+    centres, gflops = flop_rate(trace, bins=2)
+    assert centres.tolist() == [0.25, 0.75]
+    assert gflops.sum() * 0.5 == pytest.approx(total_flops(trace))
+
+
+def test_flop_rate_without_phases_is_uniform(make_trace):
+    trace = make_trace(grid=(1, 1), phases=False, n_tiles=2)
+    trace.blocks["start"], trace.blocks["end"] = 0, 100
+    _, gflops = flop_rate(trace, bins=4)
+    assert gflops == pytest.approx([163.84] * 4)
+
+
+def test_flop_rate_mixes_sampled_and_plain_blocks(make_trace):
+    trace = make_trace(grid=(2, 1), n_tiles=2, sample=1)  # block 0 sampled, block 1 not
+    trace.blocks["start"] = [0, 0]
+    trace.blocks["end"] = [50, 100]
+    trace.loaded[:] = [[10, 30]]
+    trace.computed[:] = [[20, 40]]
+    _, gflops = flop_rate(trace, bins=10)
+    total = total_flops(trace)  # 2 * 16 * 32 * 32
+    plain = total / 2 / 100
+    tile = total / 4 / 10
+    expected = [plain + tile * (i in (1, 3)) for i in range(10)]
+    assert gflops == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"phases": False}, {"sample": 3}, {"warps": True}, {"grid": (7, 5), "n_tiles": 9}],
+)
+@pytest.mark.parametrize("bins", [None, 1, 7, 1000])
+def test_flop_rate_integrates_to_2mnk(make_trace, kwargs, bins):
+    trace = make_trace(**kwargs)
+    centres, gflops = flop_rate(trace, bins=bins)
+    assert len(centres) == len(gflops) == (bins or 200)
+    assert np.all(gflops >= -1e-9)
+    assert integral(centres, gflops, trace) == pytest.approx(total_flops(trace), rel=1e-9)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    lengths=hnp.arrays(np.int64, (4, 3), elements=st.integers(0, 10**6)),
+    gaps=hnp.arrays(np.int64, (4, 3), elements=st.integers(0, 10**6)),
+    bins=st.integers(1, 300),
+)
+def test_flop_rate_integral_random_phases(make_trace, lengths, gaps, bins):
+    trace = make_trace(grid=(2, 2), n_tiles=3)
+    # Zero-length compute phases included: they must not produce infinities.
+    trace.loaded = trace.blocks["start"][:, None] + np.cumsum(gaps + lengths, axis=1) - lengths
+    trace.computed = trace.loaded + lengths
+    trace.blocks["end"] = np.maximum(trace.blocks["end"], trace.computed[:, -1])
+    centres, gflops = flop_rate(trace, bins=bins)
+    assert np.all(np.isfinite(gflops))
+    assert integral(centres, gflops, trace) == pytest.approx(total_flops(trace), rel=1e-9)
