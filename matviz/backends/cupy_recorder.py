@@ -128,10 +128,9 @@ class Recorder:
         bx, by = self.opts.probe_block
         if not (0 <= bx < gx and 0 <= by < gy):
             raise MatvizError(f"probe block ({bx}, {by}) is outside the {gx}x{gy} grid")
-        if not 0 <= self.opts.probe_warp < self.geometry.warps_per_block:
-            raise MatvizError(
-                f"probe warp {self.opts.probe_warp} is outside 0..{self.geometry.warps_per_block - 1}"
-            )
+        last_warp = self.geometry.warps_per_block - 1
+        if not 0 <= self.opts.probe_warp <= last_warp:
+            raise MatvizError(f"probe warp {self.opts.probe_warp} is outside 0..{last_warp}")
         if self.geometry.n_tiles and not 0 <= self.opts.probe_ktile < self.geometry.n_tiles:
             raise MatvizError(
                 f"probe k-tile {self.opts.probe_ktile} is outside 0..{self.geometry.n_tiles - 1}"
@@ -259,14 +258,14 @@ class Recorder:
         stats.update(span_ns=span_ns, event_ms=event_ms, span_vs_event=span_ns / 1e6 / event_ms)
         self.ns_per_cycle = times.ns_per_cycle
         if level >= 3 and self.geometry.n_tiles:
-            arrays.update(self._diagnostics(key, C, arrays, stats))
+            arrays.update(self._diagnostics(key, C, stats))
         return Trace(manifest=self._manifest(stats, buf), **arrays)
 
-    def _diagnostics(self, key: tuple, C, timeline: dict, stats: dict) -> dict:
+    def _diagnostics(self, key: tuple, C, stats: dict) -> dict:
         """The level-3 run: the shared-memory probe and how long each warp waited at barriers.
 
-        Each warp times its own wait (its clock after the barrier minus before it); arrivals
-        are placed that long before the timeline run's own barrier marks.
+        Each warp times its own wait: its clock after the barrier minus before it. Waits are
+        durations, so they need no common clock with the timeline run.
         """
         g = self.geometry
         buf = self._trace_buffers()
@@ -284,8 +283,6 @@ class Recorder:
             ns_per_cycle,
             g.n_blocks,
         )
-        sel = np.searchsorted(timeline["phase_blocks"], warp_blocks)
-        marks = np.stack([timeline["loaded"][sel], timeline["computed"][sel]], axis=-1)
         probe, self.smem_base = trace_decode.decode_probe(buf["probe"].get(), self.params["tile"])
         stats.update(
             diagnostics_ms=diag_ms,
@@ -294,7 +291,7 @@ class Recorder:
             last_arrival_wait_ns_max=int(wait.min(axis=2).max()),
         )
         self.warp_every = buf["warp_every"]
-        return {"warp_blocks": warp_blocks, "arrive": marks[:, :, None, :] - wait, "probe": probe}
+        return {"warp_blocks": warp_blocks, "barrier_wait": wait, "probe": probe}
 
     def _decode_times(self, buf) -> trace_decode.BlockTimes:
         nominal = self.device["clock_mhz"] or 1980.0

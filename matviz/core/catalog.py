@@ -174,7 +174,7 @@ CATALOG: dict[str, KernelSpec] = {
             seed_sections="lesson 8 §6-17, §26-27; article §3-4",
             params={"tile": _TILES, "pad": _PADS},
             uses_shared=True,
-            register_estimate=40,
+            register_estimate=32,
         ),
         KernelSpec(
             name="tiled_transposed",
@@ -184,7 +184,7 @@ CATALOG: dict[str, KernelSpec] = {
             seed_sections="lesson 8 §27-28; article §6.2",
             params={"tile": _TILES, "pad": _PADS},
             uses_shared=True,
-            register_estimate=40,
+            register_estimate=32,
         ),
     )
 }

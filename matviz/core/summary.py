@@ -26,8 +26,9 @@ def summary_lines(trace: Trace) -> list[str]:
         f"time       {_fmt(stats.get('time_ms_median'), '.4f')} ms median "
         f"(min {_fmt(stats.get('time_ms_min'), '.4f')}, max {_fmt(stats.get('time_ms_max'), '.4f')}"
         f", {stats.get('repeats', 1)} runs)",
-        f"GFLOP/s    {_fmt(stats.get('gflops'), '.1f')}   cuBLAS {_fmt(stats.get('cublas_gflops'), '.1f')}"
-        f"   = {_fmt(stats.get('pct_cublas'), '.1f')}% of cuBLAS",
+        f"GFLOP/s    {_fmt(stats.get('gflops'), '.1f')}   "
+        f"cuBLAS {_fmt(stats.get('cublas_gflops'), '.1f')}   "
+        f"= {_fmt(stats.get('pct_cublas'), '.1f')}% of cuBLAS",
         f"rel.error  {_fmt(stats.get('rel_error'), '.2e', 'not computed (simulated)')}",
     ]
     overhead = stats.get("overhead_pct")

@@ -12,8 +12,9 @@ phases   per-k-tile marks for the blocks in ``phase_blocks`` (all of them when t
          ``issue[i, t]``   the block began issuing the global loads of the tile;
          ``loaded[i, t]``  it passed barrier 1: As and Bs are complete;
          ``computed[i, t]`` it passed barrier 2: every warp finished using the tile.
-warps    optional (level 3): ``arrive[i, t, w, b]``, when warp ``w`` of block
-         ``warp_blocks[i]`` reached barrier ``b`` (0 or 1) of k-tile ``t``.
+warps    optional (level 3): ``barrier_wait[i, t, w, b]``, how long (ns) warp ``w`` of block
+         ``warp_blocks[i]`` waited at barrier ``b`` (0 or 1) of k-tile ``t`` before it released.
+         The warp that arrives last waits least. Each warp times its own wait on its own clock.
 probe    optional (level 3): one row per shared-memory access instruction that the probed warp
          executed in the probed k-tile, in program order: ``site`` label, inner index ``k``,
          ``kind`` (``store``/``load``), ``width`` in bytes and ``offsets`` (32 lane byte offsets
@@ -75,7 +76,7 @@ class Trace:
     loaded: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     computed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     warp_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    arrive: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0, 2), np.int64))
+    barrier_wait: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0, 2), np.int64))
     probe: np.ndarray = field(default_factory=lambda: np.zeros(0, PROBE_DTYPE))
 
     def __post_init__(self) -> None:
@@ -147,15 +148,15 @@ class Trace:
             self.phase_blocks.min() < 0 or self.phase_blocks.max() >= len(self.blocks)
         ):
             raise ValueError("phase_blocks names a block outside the grid")
-        if self.arrive.shape[0] != len(self.warp_blocks):
+        if self.barrier_wait.shape[0] != len(self.warp_blocks):
             raise ValueError("warp rows do not match warp_blocks")
         if len(self.warp_blocks) and (
-            self.arrive.shape[1] != shape[1]
-            or self.arrive.shape[3] != 2
+            self.barrier_wait.shape[1] != shape[1]
+            or self.barrier_wait.shape[3] != 2
             or not np.isin(self.warp_blocks, self.phase_blocks).all()
         ):
             raise ValueError("warp arrivals must cover the k-tiles of blocks that have phases")
-        for name in ("phase_blocks", "issue", "loaded", "computed", "warp_blocks", "arrive"):
+        for name in ("phase_blocks", "issue", "loaded", "computed", "warp_blocks", "barrier_wait"):
             if getattr(self, name).dtype != np.int64:
                 raise ValueError(f"{name} must be int64")
         if self.probe.dtype != PROBE_DTYPE:

@@ -26,11 +26,13 @@ FORMAT_VERSION = 1
 MANIFEST_MEMBER = "manifest.json"
 ARRAYS_MEMBER = "arrays.npz"
 
-# Time arrays stored relative to block start, in the order of the ``delta_encoded`` flags.
-TIME_ARRAYS = ("issue", "loaded", "computed", "arrive")
+# Arrays stored as uint32 when they fit, in the order of the ``delta_encoded`` flags: phase
+# times relative to their block's start, barrier waits (durations) as they are.
+TIME_ARRAYS = ("issue", "loaded", "computed", "barrier_wait")
+DURATION_ARRAYS = ("barrier_wait",)
 INDEX_ARRAYS = ("phase_blocks", "warp_blocks")
 ARRAY_NAMES = ("blocks", *INDEX_ARRAYS, *TIME_ARRAYS, "probe", "delta_encoded")
-_TIME_NDIM = {"issue": 2, "loaded": 2, "computed": 2, "arrive": 4}
+_TIME_NDIM = {"issue": 2, "loaded": 2, "computed": 2, "barrier_wait": 4}
 _U32_MAX = np.iinfo(np.uint32).max
 
 # Everything a damaged or foreign file can make zipfile, zlib, json or numpy raise.
@@ -56,9 +58,11 @@ class _BadFile(Exception):
 # -- saving --------------------------------------------------------------------------------
 
 
-def _block_starts(blocks: np.ndarray, rows: np.ndarray, ndim: int) -> np.ndarray:
+def _block_starts(blocks: np.ndarray, rows: np.ndarray, ndim: int, name: str) -> np.ndarray:
     """Start times of ``blocks[rows]`` shaped to broadcast against an ndim time array."""
     starts = blocks["start"][np.asarray(rows, np.int64)]
+    if name in DURATION_ARRAYS:
+        starts = np.zeros_like(starts)
     return starts.reshape(starts.shape + (1,) * (ndim - 1))
 
 
@@ -81,9 +85,9 @@ def _encode_arrays(trace: Trace) -> dict[str, np.ndarray]:
     }
     flags = []
     for name in TIME_ARRAYS:
-        rows = arrays["warp_blocks" if name == "arrive" else "phase_blocks"]
+        rows = arrays["warp_blocks" if name == "barrier_wait" else "phase_blocks"]
         times = getattr(trace, name)
-        encoded, ok = _encode_times(times, _block_starts(blocks, rows, np.ndim(times)))
+        encoded, ok = _encode_times(times, _block_starts(blocks, rows, np.ndim(times), name))
         arrays[name] = encoded
         flags.append(ok)
     arrays["delta_encoded"] = np.array(flags, np.bool_)
@@ -187,14 +191,14 @@ def _read_arrays(zf: zipfile.ZipFile) -> dict[str, np.ndarray]:
 
     for name, encoded in zip(TIME_ARRAYS, arrays["delta_encoded"], strict=True):
         _check(arrays, name, _TIME_NDIM[name], np.dtype(np.uint32 if encoded else np.int64))
-        rows = arrays["warp_blocks" if name == "arrive" else "phase_blocks"]
+        rows = arrays["warp_blocks" if name == "barrier_wait" else "phase_blocks"]
         if arrays[name].shape[0] != len(rows):
             raise _BadFile(f"array {name} has {arrays[name].shape[0]} rows for {len(rows)} blocks")
-        if name == "arrive" and arrays[name].shape[3] != 2:
-            raise _BadFile("array arrive must have 2 barriers in its last axis")
+        if name == "barrier_wait" and arrays[name].shape[3] != 2:
+            raise _BadFile("array barrier_wait must have 2 barriers in its last axis")
         times = arrays[name].astype(np.int64)
         if encoded:
-            times += _block_starts(arrays["blocks"], rows, times.ndim)
+            times += _block_starts(arrays["blocks"], rows, times.ndim, name)
         arrays[name] = times
     return arrays
 

@@ -80,10 +80,9 @@ def build_trace(
         if warps:
             warp_rows = rows[:2]
             n_warps = 8
-            # Warps reach each barrier at or before the block passes it.
-            passed = np.stack([abs_marks[:2, :, 1], abs_marks[:2, :, 2]], axis=-1)
-            early = rng.integers(0, 2, size=(len(warp_rows), tiles, n_warps, 2)) * time_scale
-            kwargs.update(warp_blocks=warp_rows, arrive=passed[:, :, None, :] - early)
+            # Each warp waits at each barrier for the slowest one.
+            wait = rng.integers(0, 2, size=(len(warp_rows), tiles, n_warps, 2)) * time_scale
+            kwargs.update(warp_blocks=warp_rows, barrier_wait=wait.astype(np.int64))
     if probe:
         rec = np.zeros(4, PROBE_DTYPE)
         rec["site"] = ["store_A", "store_B", "load_A", "load_B"]

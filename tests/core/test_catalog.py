@@ -205,7 +205,9 @@ def test_source_header_names_the_seed_sections(name: str) -> None:
 def test_source_defines_the_entry_point(name: str) -> None:
     spec = get_kernel(name)
     text = spec.source.read_text()
-    assert re.search(rf'extern "C" __global__ void (MV_LAUNCH_BOUNDS\([^)]*\) )?{spec.entry_point}\(', text)
+    assert re.search(
+        rf'extern "C" __global__ void (MV_LAUNCH_BOUNDS\([^)]*\) )?{spec.entry_point}\(', text
+    )
 
 
 def test_catalog_and_kernel_files_correspond_one_to_one() -> None:

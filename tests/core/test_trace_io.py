@@ -18,7 +18,16 @@ from matviz.core.trace import Trace
 from matviz.core.trace_io import FORMAT_VERSION, load_trace, save_trace
 from matviz.errors import MatvizError
 
-ARRAYS = ("blocks", "phase_blocks", "issue", "loaded", "computed", "warp_blocks", "arrive", "probe")
+ARRAYS = (
+    "blocks",
+    "phase_blocks",
+    "issue",
+    "loaded",
+    "computed",
+    "warp_blocks",
+    "barrier_wait",
+    "probe",
+)
 
 
 def assert_same(a: Trace, b: Trace) -> None:
@@ -123,7 +132,7 @@ def test_file_layout(saved):
         manifest = json.loads(zf.read("manifest.json"))
     assert manifest["format_version"] == FORMAT_VERSION
     arrays = stored_arrays(saved)
-    for name in ("issue", "loaded", "computed", "arrive"):
+    for name in ("issue", "loaded", "computed", "barrier_wait"):
         assert arrays[name].dtype == np.uint32, name
     assert arrays["delta_encoded"].all()
     assert "format_version" not in load_trace(saved).manifest
@@ -346,7 +355,7 @@ def _set(name, value):
         (_set("issue", lambda a: a.astype(np.float32)), "issue"),
         (_set("issue", lambda a: a[0]), "issue"),
         (_set("loaded", lambda a: a[:-1]), "loaded"),
-        (_set("arrive", lambda a: a[..., :1]), "arrive"),
+        (_set("barrier_wait", lambda a: a[..., :1]), "barrier_wait"),
         (_set("phase_blocks", lambda a: a.astype(np.float64)), "phase_blocks"),
         (_set("phase_blocks", lambda a: a + 100), "outside the grid"),
         (_set("warp_blocks", lambda a: a - 100), "outside the grid"),

@@ -1,0 +1,389 @@
+"""The simulator: schema, scheduling, phase marks, bank model, determinism, sampling, probe."""
+
+import json
+import math
+import time
+
+import numpy as np
+import pytest
+
+from matviz.backends import simulator
+from matviz.backends.devices import DEVICE_DIR
+from matviz.backends.simulator import schedule, simulate, site_costs
+from matviz.core import banks, metrics
+from matviz.core.catalog import CATALOG
+from matviz.core.trace import REQUIRED_MANIFEST_KEYS, SCHEMA_VERSION
+from matviz.errors import MatvizError
+
+GEMM = 4096
+
+
+def sim(kernel="tiled", size=256, **kw):
+    """Simulate with 32 registers (what nvcc reports for the seed kernels), independent of nvcc."""
+    kw.setdefault("registers", 32)
+    return simulate(kernel, size, size, size, **kw)
+
+
+def tflops(trace):
+    return trace.manifest["stats"]["gflops"] / 1e3
+
+
+ALL_CONFIGS = [
+    (name, params)
+    for name, spec in CATALOG.items()
+    for params in (
+        [{"tile": t} for t in spec.params["tile"]]
+        if "pad" not in spec.params
+        else [{"tile": t, "pad": p} for t in spec.params["tile"] for p in spec.params["pad"]]
+    )
+]
+
+
+# -- schema -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("kernel", "params"), ALL_CONFIGS)
+def test_every_kernel_and_parameter_simulates(kernel, params):
+    trace = simulate(kernel, 100, 72, 80, level=3, **params)
+    m = trace.manifest
+    assert all(key in m for key in REQUIRED_MANIFEST_KEYS)
+    assert m["backend"] == "sim" and trace.is_simulated
+    assert trace.provenance == "simulated (NVIDIA H200 model)"
+    assert m["params"] == CATALOG[kernel].resolve_params(**params)
+    assert m["occupancy"]["blocks_per_sm"] >= 1
+    assert trace.duration_ns > 0
+
+
+def test_manifest_contents():
+    trace = sim(size=512, tile=16, seed=7)
+    m = trace.manifest
+    assert m["schema_version"] == SCHEMA_VERSION and m["dtype"] == "float32"
+    assert (m["kernel"], m["M"], m["N"], m["K"], m["level"]) == ("tiled", 512, 512, 512, 2)
+    assert m["device"]["name"] == "NVIDIA H200" and m["device"]["sm_count"] == 132
+    assert m["device"]["clock_mhz"] == 1980 and "model" not in m["device"]
+    assert m["timer"] == {"name": "simulated", "resolution_ns": 1}
+    assert m["geometry"] == {
+        "grid": [32, 32],
+        "block": [16, 16],
+        "threads": 256,
+        "warps": 8,
+        "smem_bytes": 2048,
+        "n_tiles": 32,
+    }
+    assert set(m["software"]) >= {"matviz", "numpy", "python"}
+    stats = m["stats"]
+    span = int(trace.blocks["end"].max())
+    assert stats["span_ns"] == span and trace.blocks["start"].min() == 0
+    assert stats["time_ms_median"] == stats["time_ms_min"] == stats["time_ms_max"] == span / 1e6
+    assert stats["gflops"] == pytest.approx(2 * 512**3 / span)
+    assert stats["cublas_gflops"] == pytest.approx(50_300)
+    assert stats["pct_cublas"] == pytest.approx(100 * stats["gflops"] / 50_300)
+    assert stats["rel_error"] is None and stats["overhead_pct"] is None
+    assert stats["event_ms"] is None and stats["span_vs_event"] is None
+    assert m["sim_seed"] == 7
+    assert m["occupancy"]["limiter"] == "threads" and m["occupancy"]["registers"] == 32
+    assert "load_latency_ns" in m["model"]["constants"]
+    assert m["model"]["derived"]["blocks_per_sm_used"] == 8
+    assert json.loads(json.dumps(m)) == m  # JSON-able as it stands
+
+
+def test_saved_and_loaded_trace_is_identical(tmp_path):
+    from matviz.core.trace_io import load_trace, save_trace
+
+    trace = sim(size=128, level=3, tile=16)
+    save_trace(trace, tmp_path / "sim.mvz")
+    back = load_trace(tmp_path / "sim.mvz")
+    for name in (
+        "blocks",
+        "phase_blocks",
+        "issue",
+        "loaded",
+        "computed",
+        "warp_blocks",
+        "barrier_wait",
+        "probe",
+    ):
+        np.testing.assert_array_equal(getattr(back, name), getattr(trace, name))
+    assert back.manifest["backend"] == "sim"
+
+
+# -- scheduling -----------------------------------------------------------------------------------
+def _max_concurrent_per_sm(start, end, smid):
+    worst = 0
+    for sm in np.unique(smid):  # test sweep line over each SM's [start, end) intervals
+        mine = smid == sm
+        times = np.concatenate([start[mine], end[mine]])
+        steps = np.concatenate([np.ones(mine.sum()), -np.ones(mine.sum())])
+        order = np.lexsort((steps, times))  # ends before starts at equal times
+        worst = max(worst, int(np.cumsum(steps[order]).max()))
+    return worst
+
+
+def test_uniform_blocks_run_in_clean_waves():
+    n, sms, per_sm, dur = 1000, 7, 3, 100.0
+    start, smid = schedule(np.full(n, dur), sms, per_sm)
+    assert len(np.unique(start)) == math.ceil(n / (sms * per_sm))
+    np.testing.assert_array_equal(start, np.arange(n) // (sms * per_sm) * dur)
+    # Within a wave, blocks spread over the SMs round robin (most free slots, lowest smid).
+    np.testing.assert_array_equal(smid[:21], np.arange(21) % 7)
+    assert np.all(np.bincount(smid) >= n // sms)
+
+
+def test_schedule_respects_slots_and_launch_order():
+    rng = np.random.default_rng(3)
+    durations = rng.uniform(50, 150, 5000)
+    start, smid = schedule(durations, 11, 4, launch_ns=5.0, dispatch_ns=1.0)
+    assert len(start) == len(durations) and np.all(np.diff(start) >= 0)
+    assert _max_concurrent_per_sm(start, start + durations, smid) == 4
+    assert smid.min() >= 0 and smid.max() < 11
+
+
+def test_scheduling_262k_blocks_is_fast():
+    durations = np.random.default_rng(0).normal(1000, 10, 262_144)
+    t0 = time.perf_counter()
+    schedule(durations, 132, 32)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_simulated_blocks_fill_the_chip_in_waves():
+    trace = sim(size=1024, tile=16, level=1)  # 4096 blocks, 8 per SM, 1056 resident
+    blocks = trace.blocks
+    assert metrics.max_resident(trace) == 132 * 8
+    waves = trace.manifest["occupancy"]["waves"]
+    assert metrics.waves(trace) == math.ceil(4096 / (132 * 8)) == waves
+    assert _max_concurrent_per_sm(blocks["start"], blocks["end"], blocks["smid"]) == 8
+    assert np.all(np.diff(blocks["start"]) >= 0)  # blocks start in linear launch order
+    assert metrics.blocks_per_sm_histogram(trace).sum() == 4096
+    assert len(np.unique(blocks["smid"])) == 132
+
+
+def test_a_grid_smaller_than_the_chip_starts_at_once():
+    trace = sim(size=64, tile=16, level=1)  # 16 blocks
+    assert trace.blocks["start"].max() < 100
+    assert len(np.unique(trace.blocks["smid"])) == 16
+
+
+# -- phase marks --------------------------------------------------------------------------------
+def test_phase_marks_are_monotone_and_inside_their_block():
+    trace = sim(size=512, tile=32, level=3)
+    blocks = trace.blocks[trace.phase_blocks]
+    issue, loaded, computed = trace.issue, trace.loaded, trace.computed
+    assert np.all(issue <= loaded) and np.all(loaded <= computed)
+    assert np.all(computed[:, :-1] <= issue[:, 1:])
+    assert np.all(issue[:, 0] >= blocks["start"]) and np.all(computed[:, -1] <= blocks["end"])
+    assert trace.n_tiles == 16 and len(trace.phase_blocks) == len(trace.blocks)
+
+
+def test_warps_wait_for_the_slowest_at_each_barrier():
+    trace = sim(size=512, tile=16, level=3)
+    rows = [trace.phase_row(b) for b in trace.warp_blocks]
+    issue, loaded, computed = (
+        a[rows][:, :, None] for a in (trace.issue, trace.loaded, trace.computed)
+    )
+    wait = trace.barrier_wait
+    assert wait.shape == (len(trace.warp_blocks), 32, 8, 2)
+    # nobody waits longer than the phase the barrier closes
+    assert np.all(wait >= 0)
+    assert np.all(wait[..., 0] <= loaded - issue) and np.all(wait[..., 1] <= computed - loaded)
+    # a barrier passes barrier_ns after its slowest warp, which therefore waits just that
+    barrier = trace.manifest["model"]["constants"]["barrier_ns"]
+    assert np.all(np.abs(wait.min(axis=2) - barrier) <= 1)
+
+
+@pytest.mark.parametrize(
+    ("level", "phases", "warps"),
+    [(0, False, False), (1, False, False), (2, True, False), (3, True, True)],
+)
+def test_levels_follow_trace_cuh(level, phases, warps):
+    trace = sim(size=128, tile=16, level=level)
+    assert (len(trace.phase_blocks) > 0) == phases
+    assert (len(trace.warp_blocks) > 0) == warps
+    assert (len(trace.probe) > 0) == warps
+    assert len(trace.blocks) == 64
+
+
+def test_the_naive_kernel_has_blocks_only():
+    trace = sim("naive", size=256, tile=16, level=3)
+    assert len(trace.blocks) == 256 and trace.n_tiles == 0
+    assert len(trace.phase_blocks) == len(trace.warp_blocks) == len(trace.probe) == 0
+
+
+# -- the bank and vectorisation model ------------------------------------------------------------
+def test_seed_tiled_kernel_has_no_bank_conflicts():
+    costs = site_costs("tiled", 32, 0, 32, 0.6)
+    assert costs["store_factor"] == 1.0 and costs["bank_load_factor"] == 1.0
+    assert costs["ld_As_width"] == 16 and costs["load_factor"] < 1.0  # LDS.128 helps
+    rec = CATALOG["tiled"].access_records({"tile": 32, "pad": 0}, warp=5)
+    assert np.all(banks.conflict_degree(rec["offsets"], 4) == 1)
+
+
+def test_transposed_store_conflicts_at_pad_0_only():
+    conflicted = site_costs("tiled_transposed", 32, 0, 32, 0.6)
+    padded = site_costs("tiled_transposed", 32, 1, 32, 0.6)
+    assert conflicted["store_factor"] == (32 + 1) / 2  # st_As 32-way, st_Bs clean
+    assert padded["store_factor"] == 1.0 and padded["bank_load_factor"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("kernel", "pad", "width"),
+    [
+        ("tiled", 0, 16),
+        ("tiled", 1, 4),
+        ("tiled", 2, 8),
+        ("tiled", 4, 16),
+        ("tiled_transposed", 0, 4),
+        ("tiled_transposed", 4, 4),
+    ],
+)
+def test_ld_as_vector_width_matches_nvcc(kernel, pad, width):
+    # nvcc -arch=sm_90 emits ld.shared.v4 at PAD 0/4, v2 at PAD 2, scalar otherwise.
+    assert site_costs(kernel, 32, pad, 32, 0.6)["ld_As_width"] == width
+
+
+def test_transposed_pad_0_is_slower_than_pad_1():
+    slow = sim("tiled_transposed", GEMM, tile=32, pad=0, level=1)
+    fast = sim("tiled_transposed", GEMM, tile=32, pad=1, level=1)
+    ratio = slow.duration_ns / fast.duration_ns
+    assert 1.2 < ratio < 1.6  # measured: padding made it ~39% faster
+
+
+def test_padding_the_seed_kernel_loses_lds128():
+    plain = sim(size=GEMM, tile=32, pad=0, level=1)
+    padded = sim(size=GEMM, tile=32, pad=1, level=1)
+    assert padded.duration_ns / plain.duration_ns == pytest.approx(1.21, abs=0.05)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "tile", "measured"), [("naive", 16, 5.3), ("tiled", 16, 8.1), ("tiled", 32, 8.8)]
+)
+def test_seed_kernels_land_near_the_measured_h200_rates(kernel, tile, measured):
+    trace = sim(kernel, GEMM, tile=tile, level=1)
+    assert tflops(trace) == pytest.approx(measured, rel=0.05)
+
+
+# -- determinism, sampling, probe ---------------------------------------------------------------
+def test_same_seed_same_trace_other_seed_other_trace():
+    a, b = sim(size=512, level=3, seed=11), sim(size=512, level=3, seed=11)
+    for name in ("blocks", "issue", "loaded", "computed", "barrier_wait"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.manifest == b.manifest
+    c = sim(size=512, level=3, seed=12)
+    assert not np.array_equal(a.blocks["end"], c.blocks["end"])
+
+
+def test_a_tiny_budget_samples_every_nth_block():
+    full = sim(size=512, tile=16)
+    tiny = sim(size=512, tile=16, budget_bytes=100_000)
+    every = tiny.manifest["sampling"]["phase_every"]
+    assert full.manifest["sampling"]["phase_every"] == 1 and every > 1
+    np.testing.assert_array_equal(tiny.phase_blocks, np.arange(0, 1024, every))
+    assert tiny.issue.nbytes * 3 <= 100_000
+    assert tiny.manifest["sampling"]["phase_blocks"] == len(tiny.phase_blocks)
+    assert tiny.manifest["sampling"]["budget_bytes"] == 100_000
+    # Every block keeps start/end/smid, and the schedule does not depend on the budget.
+    np.testing.assert_array_equal(tiny.blocks, full.blocks)
+
+
+def test_level_3_adds_warps_without_changing_the_phases():
+    two, three = sim(size=512, level=2), sim(size=512, level=3)
+    np.testing.assert_array_equal(two.blocks, three.blocks)
+    np.testing.assert_array_equal(two.computed, three.computed)
+    sampling = three.manifest["sampling"]
+    assert sampling["warp_every"] >= 1 and sampling["warp_blocks"] == len(three.warp_blocks)
+    assert np.all(three.warp_blocks % sampling["warp_every"] == 0)
+    # With a budget that samples phases, warp blocks stay inside the phase sample.
+    tiny = sim(size=512, level=3, budget_bytes=100_000)
+    assert np.isin(tiny.warp_blocks, tiny.phase_blocks).all() and len(tiny.warp_blocks)
+
+
+@pytest.mark.parametrize("kernel", ["tiled", "tiled_transposed"])
+def test_probe_is_the_access_model(kernel):
+    trace = sim(
+        kernel, 256, tile=16, pad=1, level=3, probe_block=(3, 2), probe_warp=5, probe_ktile=4
+    )
+    expected = CATALOG[kernel].access_records({"tile": 16, "pad": 1}, 5, (3, 2), 4)
+    np.testing.assert_array_equal(trace.probe, expected)
+    assert trace.manifest["sampling"]["probe"] == {"block": [3, 2], "warp": 5, "ktile": 4}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"kernel": "gemm9000"}, "unknown kernel"),
+        ({"tile": 12}, "tile=12 is not allowed"),
+        ({"kernel": "naive", "pad": 1}, "no parameter 'pad'"),
+        ({"level": 4}, "level must be one of"),
+        ({"size": 0}, "M must be a whole number"),
+        ({"probe_block": (99, 0)}, "probe block"),
+        ({"probe_warp": 8}, "probe warp 8"),
+        ({"probe_ktile": 16}, "probe k-tile 16"),
+        ({"seed": -1}, "seed must be"),
+        ({"budget_bytes": 0}, "budget_bytes must be"),
+        ({"device": "rtx9999"}, "unknown device"),
+    ],
+)
+def test_bad_input_raises_one_line_matviz_errors(kwargs, needle):
+    kernel, size = kwargs.pop("kernel", "tiled"), kwargs.pop("size", 256)
+    kwargs.setdefault("tile", 16)
+    with pytest.raises(MatvizError, match=needle) as info:
+        simulate(kernel, size, size, size, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_an_edited_device_file_is_the_modelled_gpu(tmp_path):
+    data = json.loads((DEVICE_DIR / "h200.json").read_text())
+    data.update(name="Half H200", sm_count=66)
+    path = tmp_path / "half.json"
+    path.write_text(json.dumps(data))
+    trace = sim(size=1024, tile=16, level=1, device=str(path))
+    assert trace.provenance == "simulated (Half H200 model)"
+    assert trace.blocks["smid"].max() == 65
+    full = sim(size=1024, tile=16, level=1)
+    assert trace.duration_ns > full.duration_ns
+
+
+def test_a_block_that_fits_no_sm_is_refused(tmp_path):
+    data = json.loads((DEVICE_DIR / "h200.json").read_text())
+    data["max_threads_per_sm"] = 512
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(MatvizError, match="cannot run"):
+        sim(size=256, tile=32, device=path)
+
+
+def test_the_4096_t32_trace_simulates_within_two_seconds():
+    simulator.site_costs.cache_clear()
+    t0 = time.perf_counter()
+    trace = sim(size=GEMM, tile=32, level=2)
+    elapsed = time.perf_counter() - t0
+    assert trace.issue.shape == (16_384, 128)
+    assert elapsed < 2.0
+
+
+# -- fitting to recordings ----------------------------------------------------------------------
+def test_sim_fit_compares_and_fits_recordings(tmp_path, capsys):
+    from matviz.backends import sim_fit
+    from matviz.backends.devices import load_device
+    from matviz.core.trace_io import save_trace
+
+    # Stand-in recordings: simulated traces relabelled as CUDA runs that took 10% longer.
+    for kernel in ("tiled", "naive"):
+        trace = sim(kernel, 512, tile=16, level=1)
+        trace.manifest["backend"] = "cuda"
+        trace.manifest["stats"]["time_ms_median"] *= 1.1
+        save_trace(trace, tmp_path / f"{kernel}.mvz")
+    cases = sim_fit.recording_cases(tmp_path)
+    assert [c.label for c in cases] == ["naive", "tiled"] and cases[0].registers == 32
+    rows = sim_fit.compare(cases, load_device("h200"))
+    for row in rows:
+        assert row["error_pct"] == pytest.approx(100 * (1 / 1.1 - 1), abs=0.01)
+        assert row["rec_waves"] == row["sim_waves"] and row["hist_match"] == 1.0
+
+    device_file = tmp_path / "gpu.json"
+    device_file.write_text((DEVICE_DIR / "h200.json").read_text())
+    names = ["load_latency_ns", "naive_latency_ns"]
+    code = sim_fit.main(
+        ["--device", str(device_file), "--recordings", str(tmp_path), "--fit", "--names", *names]
+    )
+    assert code == 0 and "rms error" in capsys.readouterr().out
+    fitted = load_device(device_file)
+    assert fitted["model"]["fit"]["names"] == names
+    assert all(abs(r["error_pct"]) < 2 for r in sim_fit.compare(cases, fitted))
