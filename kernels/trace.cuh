@@ -15,8 +15,10 @@
 // converts with the block's own (globaltimer, clock64) anchor pair.
 //
 // Buffers:
-//   mv_blocks  u64 [blocks][6]  gt_start, gt_end, clk_start, clk_end, smid, unused
-//   mv_phases  u32 [blocks / mv_phase_every][n_tiles][4]   clock at issue, loaded, computed, 0
+//   mv_blocks  u64 [blocks][6]  gt_start, gt_end (last warp), clk_start, clk_end (warp 0),
+//                               smid, gt_end of warp 0
+//   mv_phases  u32 [blocks / mv_phase_every][n_tiles][2]   issue clock, (loaded - issue) |
+//                                                           (computed - issue) << 16, cycles
 //   mv_warps   u32 [blocks / mv_warp_every][n_tiles][warps][2] cycles each warp waited at
 //                                                              barrier 1 and barrier 2
 //   mv_probe   u32 [1 + sites][32]   row 0 lane 0: shared base; row 1+s: offsets at site s
@@ -67,13 +69,18 @@ __device__ __forceinline__ unsigned int mv_clock() {
         mv_r[4] = mv_smid();                                                       \
     }
 
-// The barrier makes "end" mean the whole block is done, not just warp 0.
+// "End" is when the last warp finishes: every warp posts its own %globaltimer with atomicMax,
+// so no barrier holds finished warps back (the naive kernel has no barriers at all). Warp 0
+// also keeps a (globaltimer, clock64) pair of its own end, the anchor for its clock stamps.
 #define MV_BLOCK_END()                                                             \
-    __syncthreads();                                                               \
-    if (MV_TID == 0) {                                                             \
+    if ((MV_TID & 31) == 0) {                                                      \
         unsigned long long *mv_r = mv_blocks + (size_t)MV_BLOCK_RECORD * MV_BID;   \
-        mv_r[1] = mv_globaltimer();                                                \
-        mv_r[3] = clock64();                                                       \
+        const unsigned long long mv_gt1 = mv_globaltimer();                        \
+        atomicMax(&mv_r[1], mv_gt1);                                               \
+        if (MV_TID == 0) {                                                         \
+            mv_r[3] = clock64();                                                   \
+            mv_r[5] = mv_gt1;                                                      \
+        }                                                                          \
     }
 
 #else
@@ -85,26 +92,34 @@ __device__ __forceinline__ unsigned int mv_clock() {
 #if MV_LEVEL >= 2
 // Per-tile stamps never touch memory inside the k loop: a store there queues behind the
 // tile's shared-memory traffic and stalls warp 0, and every other warp then waits for it at
-// the next barrier. Instead lane (t % 32) of warp 0 keeps tile t's three clocks in registers,
-// and the warp flushes 32 tiles at once with one coalesced 16-byte-per-lane store.
+// the next barrier. Lane (t % 32) of warp 0 keeps tile t in two registers, the issue clock and
+// the loaded and computed offsets from it in 16 bits each (saturating at 0xFFFF cycles), and
+// the warp flushes 32 tiles at once with one coalesced 8-byte-per-lane store. Two registers,
+// because the T=32 kernel already uses the 32 that keep two 1024-thread blocks per SM. (On the
+// H200 this beat 3 global stores per tile, 4 registers per lane, every warp reading the clock,
+// and a 32-tile ring in shared memory.)
+#define MV_SPAN16(from) min(mv_clock() - (from), 0xFFFFu)
 #define MV_PHASES_BEGIN(n_tiles)                                                        \
     const bool mv_phase_on = MV_TID < 32 && MV_BID % mv_phase_every == 0;               \
-    uint4 *mv_phase_row = reinterpret_cast<uint4 *>(mv_phases) +                        \
-                          (size_t)(MV_BID / mv_phase_every) * (size_t)(n_tiles);        \
     const int mv_n_tiles = (n_tiles);                                                   \
-    uint4 mv_stamp = make_uint4(0, 0, 0, 0);
+    unsigned int mv_issue = 0, mv_spans = 0;
 // which: 0 loads issued, 1 passed barrier 1 (tile loaded), 2 passed barrier 2 (compute done)
 #define MV_MARK(t, which)                                                               \
     if (mv_phase_on) {                                                                  \
-        const unsigned int mv_now = mv_clock();                                         \
-        if ((MV_TID & 31) == ((t) & 31)) {                                              \
-            if ((which) == 0) mv_stamp.x = mv_now;                                      \
-            if ((which) == 1) mv_stamp.y = mv_now;                                      \
-            if ((which) == 2) mv_stamp.z = mv_now;                                      \
+        if ((which) == 0) {                                                             \
+            const unsigned int mv_now = mv_clock();                                     \
+            if ((MV_TID & 31) == ((t) & 31)) mv_issue = mv_now;                         \
+        } else {                                                                        \
+            const unsigned int mv_span = MV_SPAN16(mv_issue);                           \
+            if ((MV_TID & 31) == ((t) & 31))                                            \
+                mv_spans = (which) == 1 ? mv_span : mv_spans | (mv_span << 16);         \
         }                                                                               \
         if ((which) == 2 && (((t) & 31) == 31 || (t) == mv_n_tiles - 1) &&              \
             (MV_TID & 31) <= ((t) & 31))                                                \
-            mv_phase_row[((t) & ~31) + (MV_TID & 31)] = mv_stamp;                       \
+            reinterpret_cast<uint2 *>(mv_phases)[(size_t)(MV_BID / mv_phase_every) *    \
+                                                     mv_n_tiles + ((t) & ~31) +         \
+                                                     (MV_TID & 31)] =                   \
+                make_uint2(mv_issue, mv_spans);                                         \
     }
 #else
 #define MV_PHASES_BEGIN(n_tiles)

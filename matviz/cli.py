@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=256,
         help="memory for per-tile phases before blocks are sampled (MiB)",
     )
+    rec.add_argument(
+        "--phase-every",
+        type=_positive_int,
+        default=1,
+        help="only every n-th block records per-tile phases (less overhead); default all",
+    )
     rec.add_argument("--probe-block", type=_pair, default=(0, 0), metavar="BX,BY")
     rec.add_argument("--probe-warp", type=int, default=0)
     rec.add_argument("--probe-ktile", type=int, default=0)
@@ -163,6 +169,7 @@ def cmd_record(args) -> int:
             level=args.level,
             repeats=args.repeats,
             budget_bytes=budget,
+            phase_every=args.phase_every,
             probe_block=args.probe_block,
             probe_warp=args.probe_warp,
             probe_ktile=args.probe_ktile,
@@ -179,6 +186,7 @@ def cmd_record(args) -> int:
             level=args.level,
             seed=args.seed,
             budget_bytes=budget,
+            phase_every=args.phase_every,
             probe_block=args.probe_block,
             probe_warp=args.probe_warp,
             probe_ktile=args.probe_ktile,
@@ -207,9 +215,19 @@ def cmd_show(args) -> int:
 COMMANDS = {"info": cmd_info, "kernels": cmd_kernels, "record": cmd_record, "show": cmd_show}
 
 
+def _wants_gui(argv: list[str]) -> bool:
+    """No arguments, or a trace file first: open the desktop app."""
+    return not argv or argv[0].endswith(".mvz")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
+        if _wants_gui(argv):
+            from matviz.app.main import run_gui  # lazily: other commands never import Qt
+
+            return run_gui(argv)
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()

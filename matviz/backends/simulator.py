@@ -246,6 +246,7 @@ def simulate(
     device=None,
     seed: int = 0,
     budget_bytes: int = sampling.DEFAULT_BUDGET_BYTES,
+    phase_every: int = 1,
     probe_block: tuple[int, int] = (0, 0),
     probe_warp: int = 0,
     probe_ktile: int = 0,
@@ -291,7 +292,7 @@ def simulate(
         else n_tiles * (model["load_ns"] + model["compute_ns"] + 2 * model["barrier_ns"])
     )
     durations = model["prologue_ns"] + body + totals + model["epilogue_ns"]
-    every = sampling.phase_every(n_blocks, n_tiles, budget_bytes) if level >= 2 else 1
+    every = sampling.phase_every(n_blocks, n_tiles, budget_bytes, phase_every) if level >= 2 else 1
     warp_every = sampling.warp_every(n_blocks, every) if level >= 3 else 1
     phase_rows = np.arange(0, n_blocks, every) if level >= 2 and n_tiles else np.zeros(0, int)
     warp_rows = np.arange(0, n_blocks, warp_every) if level >= 3 and n_tiles else np.zeros(0, int)

@@ -25,7 +25,8 @@ class BlockTimes:
 
 
 def decode_blocks(raw: np.ndarray, grid: tuple[int, int], nominal_mhz: float) -> BlockTimes:
-    """raw: uint64 [blocks, 6] = gt_start, gt_end, clk_start, clk_end, smid, 0."""
+    """raw: uint64 [blocks, 6] = gt_start, gt_end, clk_start, clk_end (warp 0), smid,
+    gt_end of warp 0 (the end of the clock anchor)."""
     raw = np.asarray(raw, np.uint64)
     gx, gy = grid
     if raw.shape != (gx * gy, 6):
@@ -44,7 +45,7 @@ def decode_blocks(raw: np.ndarray, grid: tuple[int, int], nominal_mhz: float) ->
 
 def clock_rate(raw: np.ndarray, nominal_mhz: float) -> float:
     """ns per SM clock cycle, from blocks long enough to anchor clock64 against %globaltimer."""
-    span_ns = raw[:, 1].astype(np.float64) - raw[:, 0].astype(np.float64)
+    span_ns = raw[:, 5].astype(np.float64) - raw[:, 0].astype(np.float64)
     span_cycles = raw[:, 3].astype(np.float64) - raw[:, 2].astype(np.float64)
     usable = (span_ns >= MIN_ANCHOR_SPAN_NS) & (span_cycles > 0)
     if not np.any(usable):
@@ -67,18 +68,31 @@ def clock_marks_to_ns(marks: np.ndarray, rows: np.ndarray, times: BlockTimes) ->
     return np.clip(ns, start, end)
 
 
-PHASE_WORDS = 4  # issue, loaded, computed, unused (one 16-byte store per lane)
+PHASE_WORDS = 2  # issue clock, (loaded - issue) | (computed - issue) << 16
+SPAN_SATURATED = 0xFFFF  # the kernel clamps a phase offset of 65535 cycles or more to this
 
 
 def decode_phases(
     raw: np.ndarray, every: int, n_tiles: int, times: BlockTimes
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """raw: uint32 [rows, n_tiles, 4] -> (phase_blocks, issue, loaded, computed)."""
+    """raw: uint32 [rows, n_tiles, 2] -> (phase_blocks, issue, loaded, computed)."""
     n_blocks = len(times.blocks)
     phase_blocks = np.arange(0, n_blocks, every, dtype=np.int64)
     raw = np.asarray(raw, np.uint32).reshape(len(phase_blocks), n_tiles, PHASE_WORDS)
-    ns = clock_marks_to_ns(raw[..., :3], phase_blocks, times)
+    issue = raw[..., 0]
+    clocks = np.stack(
+        [issue, issue + (raw[..., 1] & SPAN_SATURATED), issue + (raw[..., 1] >> 16)], axis=-1
+    )
+    ns = clock_marks_to_ns(clocks, phase_blocks, times)
     return phase_blocks, ns[..., 0], ns[..., 1], ns[..., 2]
+
+
+def saturated_spans(raw: np.ndarray) -> int:
+    """How many loaded/computed offsets hit the 16-bit ceiling (each is then a lower bound)."""
+    spans = np.asarray(raw, np.uint32).reshape(-1, PHASE_WORDS)[:, 1]
+    return int(np.count_nonzero((spans & SPAN_SATURATED) == SPAN_SATURATED)) + int(
+        np.count_nonzero((spans >> 16) == SPAN_SATURATED)
+    )
 
 
 def decode_waits(

@@ -11,6 +11,8 @@ mkdir -p "$OUT/traces"
   python3 -m matviz.cli info
 } 2>&1 | tee "$OUT/env.txt"
 
+if [ -n "${EXTRA:-}" ]; then python3 $EXTRA 2>&1 | tee "$OUT/extra.txt"; fi
+
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   python3 -m pytest -m gpu tests/gpu -q -x -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/gpu_tests.txt"
 fi
@@ -21,6 +23,8 @@ for spec in "tiled 16 0" "tiled 32 0" "tiled_transposed 32 0" "tiled_transposed 
     --backend cuda -o "$OUT/traces/$1_t$2_p$3_1024.mvz" 2>&1 | tee -a "$OUT/recordings.txt"
 done
 ls -l "$OUT/traces" | tee -a "$OUT/recordings.txt"
+# the device tool brings back at most 8 files: ship the recordings as one archive
+tar -C "$OUT" -cf "$OUT/traces.tar" traces && rm -r "$OUT/traces"
 
 # Which shared loads did ptxas vectorise? (padding [32][33] is said to stop LDS.128)
 for k in 02_tiled 03_tiled_transposed; do for p in 0 1; do

@@ -14,13 +14,18 @@ BYTES_PER_MARK = 8  # int64 ns in memory
 WARP_SAMPLE_TARGET = 64  # blocks whose per-warp barrier arrivals are kept (level 3)
 
 
-def phase_every(n_blocks: int, n_tiles: int, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> int:
-    """Smallest stride n such that every n-th block's phases fit in ``budget_bytes``."""
+def phase_every(
+    n_blocks: int, n_tiles: int, budget_bytes: int = DEFAULT_BUDGET_BYTES, at_least: int = 1
+) -> int:
+    """Smallest stride n >= at_least such that every n-th block's phases fit in the budget.
+
+    ``at_least`` > 1 is the user trading detail for overhead: only sampled blocks stamp tiles.
+    """
     if n_tiles == 0 or n_blocks == 0:
-        return 1
+        return max(1, at_least)
     per_block = n_tiles * PHASE_MARKS * BYTES_PER_MARK
     fitting = max(1, budget_bytes // per_block)
-    return max(1, math.ceil(n_blocks / fitting))
+    return max(1, at_least, math.ceil(n_blocks / fitting))
 
 
 def warp_every(n_blocks: int, phase_stride: int = 1, target: int = WARP_SAMPLE_TARGET) -> int:

@@ -33,7 +33,11 @@ def summary_lines(trace: Trace) -> list[str]:
     ]
     overhead = stats.get("overhead_pct")
     if overhead is not None:
-        lines.append(f"overhead   level {level} build {overhead:+.2f}% against level 0")
+        timeline = m["sampling"].get("timeline_level", level)
+        lines.append(f"overhead   level-{timeline} build {overhead:+.2f}% against level 0")
+    diag = stats.get("diagnostics_overhead_pct")
+    if diag is not None:
+        lines.append(f"diagnosis  level-3 run (probe, barrier waits) {diag:+.1f}% against level 0")
     if stats.get("span_vs_event") is not None:
         lines.append(
             f"span       %globaltimer {stats['span_ns'] / 1e6:.4f} ms vs CUDA event "

@@ -16,6 +16,7 @@ def _raw_blocks(starts_ns, durations_ns, clk_starts, smids, gt0=5_000_000_000):
     raw[:, 2] = clk_starts
     raw[:, 3] = raw[:, 2] + np.rint(np.asarray(durations_ns) / NS_PER_CYCLE).astype(np.uint64)
     raw[:, 4] = smids
+    raw[:, 5] = raw[:, 1]  # warp 0 ended last
     return raw
 
 
@@ -46,9 +47,11 @@ def test_phase_marks_convert_across_a_32_bit_clock_wrap():
     clk0 = np.uint64(2**32 - 1000)  # the low word wraps during the block
     raw = _raw_blocks([0, 0, 0], [20_000] * 3, [clk0, 5, 5], [0, 1, 2])
     times = trace_decode.decode_blocks(raw, (3, 1), nominal_mhz=1980)
-    cycles = np.array([[[0, 990, 3000, 0], [3000, 5000, 9000, 0]]], np.int64)  # 1 row, 2 tiles
-    marks = ((int(clk0) + cycles) % 2**32).astype(np.uint32)
-    rows, issue, loaded, computed = trace_decode.decode_phases(marks, 3, 2, times)
+    cycles = np.array([[[0, 990, 3000], [3000, 5000, 9000]]], np.int64)  # 1 row, 2 tiles
+    raw = np.zeros((1, 2, 2), np.uint32)
+    raw[..., 0] = (int(clk0) + cycles[..., 0]) % 2**32
+    raw[..., 1] = (cycles[..., 1] - cycles[..., 0]) | ((cycles[..., 2] - cycles[..., 0]) << 16)
+    rows, issue, loaded, computed = trace_decode.decode_phases(raw, 3, 2, times)
     np.testing.assert_array_equal(rows, [0])
     expected = np.rint(cycles * times.ns_per_cycle).astype(np.int64)
     np.testing.assert_array_equal(issue[0], expected[0, :, 0])
@@ -59,9 +62,10 @@ def test_phase_marks_convert_across_a_32_bit_clock_wrap():
 def test_marks_are_clamped_inside_their_block():
     raw = _raw_blocks([100], [5_000], [0], [0])
     times = trace_decode.decode_blocks(raw, (1, 1), nominal_mhz=1980)
-    marks = np.array([[[0, 1, 10**8, 0]]], np.uint32)
-    _, issue, _, computed = trace_decode.decode_phases(marks, 1, 1, times)
+    raw = np.array([[[0, 1 | (0xFFFF << 16)]]], np.uint32)  # computed offset saturated
+    _, issue, _, computed = trace_decode.decode_phases(raw, 1, 1, times)
     assert issue[0, 0] == 0 and computed[0, 0] == 5_000
+    assert trace_decode.saturated_spans(raw) == 1
 
 
 def test_probe_rows_follow_the_kernel_site_order():

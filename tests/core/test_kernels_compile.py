@@ -127,6 +127,7 @@ def test_compiled_smem_equals_catalog_geometry(builds, name: str, level: int) ->
     for params, report in _reports(builds, name, level):
         # smem does not depend on the matrix shape; any valid shape will do.
         geometry = spec.validate(params, 1000, 777, 333)
+        # the instrumentation keeps its stamps in registers: no extra shared memory
         assert report.smem_bytes == geometry.smem_bytes, params
 
 
@@ -145,9 +146,9 @@ def test_tiled_smem_is_two_padded_tiles(builds, name: str) -> None:
 def test_barriers(builds, name: str, level: int) -> None:
     spec = CATALOG[name]
     for params, report in _reports(builds, name, level):
-        # Tiled kernels sync twice per k-tile; level >= 1 adds the block-end __syncthreads.
-        uses_barrier = spec.uses_shared or level >= 1
-        assert (report.barriers > 0) == uses_barrier, (params, report.ptxas_log)
+        # Tiled kernels sync twice per k-tile; instrumentation adds no barrier (block ends
+        # are posted per warp with atomicMax), so the naive kernel never has one.
+        assert (report.barriers > 0) == spec.uses_shared, (params, report.ptxas_log)
 
 
 # -- instrumentation in the PTX ----------------------------------------------------------------

@@ -1,0 +1,255 @@
+"""The run controls: kernel, sizes, tile, padding, level and backend.
+
+Any change re-validates at once (a rejected configuration shows its reason in red and does not
+run) and, 400 ms after the last change, asks for a run through ``runRequested(job)``.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QStandardItemModel
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from matviz.app.i18n import tr
+from matviz.backends.cuda_status import cuda_status
+from matviz.core.catalog import CATALOG, LEVEL_NAMES, LEVELS
+from matviz.core.trace import Trace
+from matviz.errors import MatvizError
+
+DEBOUNCE_MS = 400
+SIZE_MIN, SIZE_MAX = 1, 16384  # what the GUI offers; the spin boxes accept more to explain why
+SPIN_ACCEPTS = 999_999
+BACKENDS = (("cuda", "CUDA"), ("sim", "Simulator"))
+DEFAULT_SIZE = 1024
+
+
+class Controls(QWidget):
+    runRequested = Signal(dict)
+    validityChanged = Signal(bool)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.cuda_ok, self.cuda_reason = cuda_status()
+        self._quiet = False  # set while showing a loaded trace's configuration
+        self.error = ""
+        self._timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
+        self._timer.timeout.connect(self.request_run)
+
+        self.kernel = QComboBox()
+        self.kernel.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.kernel.setMinimumContentsLength(9)  # the full title is in the tooltip
+        for i, spec in enumerate(CATALOG.values()):
+            self.kernel.addItem(f"{spec.number:02d} {spec.name}", spec.name)
+            self.kernel.setItemData(i, spec.title, Qt.ToolTipRole)
+        self.sizes = {}
+        for name in "MNK":
+            box = QSpinBox()
+            box.setRange(0, SPIN_ACCEPTS)
+            box.setValue(DEFAULT_SIZE)
+            box.setAccelerated(True)
+            box.setKeyboardTracking(False)  # typing 4096 is one change, not four
+            self.sizes[name] = box
+        self.tile = QComboBox()
+        self.pad = QComboBox()
+        self.level = QComboBox()
+        for level in LEVELS:
+            self.level.addItem("", level)
+        self.level.setCurrentIndex(self.level.findData(3))
+        self.backend = QComboBox()
+        for key, _ in BACKENDS:
+            self.backend.addItem("", key)
+        self.run_button = QPushButton()
+        self.run_button.clicked.connect(self.request_run)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setStyleSheet("color: #c62828;")
+        self.message.setTextInteractionFlags(Qt.TextSelectableByMouse)
+
+        self.form = QFormLayout()
+        self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self._labels = [QLabel() for _ in range(8)]
+        fields = [self.kernel, *self.sizes.values(), self.tile, self.pad, self.level, self.backend]
+        for label, field in zip(self._labels, fields, strict=True):
+            label.setBuddy(field)
+            self.form.addRow(label, field)
+        layout = QVBoxLayout(self)
+        layout.addLayout(self.form)
+        layout.addWidget(self.run_button)
+        layout.addWidget(self.message)
+        layout.addStretch(1)
+
+        self._fill_params()
+        self._setup_backend()
+        self.kernel.currentIndexChanged.connect(self._kernel_changed)
+        for widget in (self.tile, self.pad, self.level, self.backend):
+            widget.currentIndexChanged.connect(self._changed)
+        for box in self.sizes.values():
+            box.valueChanged.connect(self._changed)
+        self.retranslate()
+        self.validate()
+
+    # -- configuration ---------------------------------------------------------------------
+    @property
+    def spec(self):
+        return CATALOG[self.kernel.currentData()]
+
+    def params(self) -> dict[str, int]:
+        params = {"tile": int(self.tile.currentData())}
+        if "pad" in self.spec.params:
+            params["pad"] = int(self.pad.currentData())
+        return params
+
+    def job(self) -> dict:
+        """The current configuration as a worker job (without ``out``)."""
+        return {
+            "backend": self.backend.currentData(),
+            "kernel": self.spec.name,
+            "M": self.sizes["M"].value(),
+            "N": self.sizes["N"].value(),
+            "K": self.sizes["K"].value(),
+            "params": self.params(),
+            "level": int(self.level.currentData()),
+        }
+
+    def validate(self) -> bool:
+        """Check the configuration; show the reason in red when it is refused."""
+        self.error = ""
+        job = self.job()
+        try:
+            self.spec.validate(job["params"], job["M"], job["N"], job["K"])
+        except MatvizError as exc:
+            self.error = str(exc)
+        for name in "MNK" if not self.error else ():
+            if not SIZE_MIN <= job[name] <= SIZE_MAX:  # the catalog allows it; the GUI does not
+                self.error = tr("{name} = {value} is outside {low}..{high}").format(
+                    name=name, value=job[name], low=SIZE_MIN, high=SIZE_MAX
+                )
+                break
+        if not self.error and self.backend.currentData() == "cuda" and not self.cuda_ok:
+            self.error = tr("CUDA is unavailable: {reason}").format(reason=self.cuda_reason)
+        self.message.setText(self.error)
+        self.message.setVisible(bool(self.error))
+        self.run_button.setEnabled(not self.error)
+        self.validityChanged.emit(not self.error)
+        return not self.error
+
+    def request_run(self) -> None:
+        self._timer.stop()
+        if self.validate():
+            self.runRequested.emit(self.job())
+
+    def cancel_pending(self) -> None:
+        """Forget a change that has not yet turned into a run request."""
+        self._timer.stop()
+
+    def show_config(self, trace: Trace) -> None:
+        """Show a loaded trace's configuration without asking for a run."""
+        self._quiet = True
+        try:
+            self.kernel.setCurrentIndex(max(self.kernel.findData(trace.kernel), 0))
+            self._fill_params()
+            for name, value in zip("MNK", trace.shape, strict=True):
+                self.sizes[name].setValue(int(value))
+            for name, combo in (("tile", self.tile), ("pad", self.pad)):
+                if name in trace.params:
+                    combo.setCurrentIndex(max(combo.findData(trace.params[name]), 0))
+            self.level.setCurrentIndex(max(self.level.findData(trace.manifest["level"]), 0))
+            backend = trace.backend if trace.backend == "sim" or self.cuda_ok else "sim"
+            self.backend.setCurrentIndex(self.backend.findData(backend))
+        finally:
+            self._quiet = False
+        self._timer.stop()
+        self.validate()
+
+    # -- internals -------------------------------------------------------------------------
+    def _fill_params(self) -> None:
+        spec = self.spec
+        for name, combo in (("tile", self.tile), ("pad", self.pad)):
+            old = combo.currentData()
+            combo.blockSignals(True)
+            combo.clear()
+            values = spec.params.get(name, (0,))
+            for value in values:
+                combo.addItem(str(value), value)
+            default = old if old in values else spec.default_params().get(name, values[0])
+            combo.setCurrentIndex(combo.findData(default))
+            combo.blockSignals(False)
+        self.pad.setEnabled("pad" in spec.params)
+        self._pad_tooltip()
+
+    def _pad_tooltip(self) -> None:
+        self.pad.setToolTip(
+            tr("Extra shared-memory columns per tile row (shifts rows across banks)")
+            if self.pad.isEnabled()
+            else tr("The naive kernel uses no shared memory, so it has no padding")
+        )
+
+    def _setup_backend(self) -> None:
+        model = self.backend.model()
+        cuda_row = self.backend.findData("cuda")
+        if not self.cuda_ok and isinstance(model, QStandardItemModel):
+            model.item(cuda_row).setEnabled(False)
+        self.backend.setCurrentIndex(cuda_row if self.cuda_ok else self.backend.findData("sim"))
+
+    def _kernel_changed(self) -> None:
+        self._fill_params()
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._quiet:
+            return
+        if self.validate():
+            self._timer.start()
+        else:
+            self._timer.stop()
+
+    # -- language --------------------------------------------------------------------------
+    def retranslate(self) -> None:
+        names = (
+            "Kernel",
+            "M (rows of C)",
+            "N (cols of C)",
+            "K (inner)",
+            "Tile T",
+            "Padding",
+            "Level",
+            "Backend",
+        )
+        for label, name in zip(self._labels, names, strict=True):
+            label.setText(tr(name))
+        for i, spec in enumerate(CATALOG.values()):
+            self.kernel.setItemData(i, tr(spec.title), Qt.ToolTipRole)
+        self.tile.setToolTip(tr("Tile edge T: each block is T x T threads and stages T x T tiles"))
+        self._pad_tooltip()
+        for i in range(self.level.count()):
+            level = self.level.itemData(i)
+            self.level.setItemText(i, f"{level} {tr(LEVEL_NAMES[level])}")
+        self.level.setToolTip(tr("How much the kernel records; 3 fills every view"))
+        for i, (_, text) in enumerate(BACKENDS):
+            self.backend.setItemText(i, tr(text))
+        cuda_row = self.backend.findData("cuda")
+        tip = tr("Record on this machine's GPU") if self.cuda_ok else self.cuda_reason
+        self.backend.setItemData(cuda_row, tip, Qt.ToolTipRole)
+        self.backend.setItemData(
+            self.backend.findData("sim"),
+            tr("A model of the H200: runs anywhere, labelled 'simulated'"),
+            Qt.ToolTipRole,
+        )
+        self.backend.setToolTip("" if self.cuda_ok else tr("CUDA: ") + self.cuda_reason)
+        self.run_button.setText(tr("Run"))
+        self.run_button.setToolTip(tr("Runs start by themselves 0.4 s after a change"))
+        if self.error:
+            self.validate()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        if event.type() == QEvent.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)

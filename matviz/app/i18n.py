@@ -1,0 +1,64 @@
+"""Run-time language switching through Qt's own translator machinery.
+
+Translations are JSON tables (English source text -> translation) in ``resources/i18n``, one or
+more files per language (``zh_CN.json``, ``zh_CN_views.json``, ...), served by a QTranslator.
+Widgets call :func:`tr` for every visible string and re-apply their texts when Qt sends them a
+``QEvent.LanguageChange`` (which ``installTranslator`` does for every widget).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QTranslator
+
+I18N_DIR = Path(__file__).resolve().parents[2] / "resources" / "i18n"
+LANGUAGES = {"en": "English", "zh_CN": "简体中文"}
+CONTEXT = "matviz"
+
+
+def load_table(language: str) -> dict[str, str]:
+    table: dict[str, str] = {}
+    for path in sorted(I18N_DIR.glob(f"{language}*.json")):
+        table.update(json.loads(path.read_text(encoding="utf-8")))
+    return table
+
+
+class JsonTranslator(QTranslator):
+    def __init__(self, language: str) -> None:
+        super().__init__()
+        self.language = language
+        self.table = load_table(language)
+
+    def translate(self, context, source_text, disambiguation=None, n=-1):  # noqa: N802
+        return self.table.get(source_text, source_text)
+
+    def isEmpty(self) -> bool:  # noqa: N802
+        return not self.table
+
+
+_installed: JsonTranslator | None = None
+
+
+def tr(text: str) -> str:
+    """The current language's version of ``text`` (English source strings)."""
+    return QCoreApplication.translate(CONTEXT, text)
+
+
+def current_language() -> str:
+    return _installed.language if _installed else "en"
+
+
+def set_language(language: str) -> None:
+    """Switch every widget's language now; widgets re-translate on LanguageChange."""
+    global _installed
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown language {language!r}")
+    app = QCoreApplication.instance()
+    if _installed is not None:
+        app.removeTranslator(_installed)
+        _installed = None
+    if language != "en":
+        _installed = JsonTranslator(language)
+        app.installTranslator(_installed)

@@ -1,0 +1,337 @@
+"""The main window: run controls (left), the five linked views (centre), explanations (right).
+
+Every finished run becomes the session's trace and one more point of the throughput plot.
+Errors never open a dialog: they show as a red line in the status bar, and the current trace
+and settings stay as they were.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QSettings, Qt
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QMainWindow,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from matviz.app.controls import Controls
+from matviz.app.explain_panel import ExplainPanel
+from matviz.app.i18n import tr
+from matviz.app.playback import PlaybackBar
+from matviz.app.runner import Runner
+from matviz.app.session import Session
+from matviz.app.status_line import RecentFiles, StatusLine, config_label, source_label
+from matviz.app.views.banks_view import BanksView
+from matviz.app.views.grid_view import GridView
+from matviz.app.views.sm_lanes import SmLanesView
+from matviz.app.views.throughput_view import ThroughputView
+from matviz.app.views.tiles_view import TilesView
+from matviz.core.runs import RunPoint
+from matviz.core.trace import Trace
+from matviz.core.trace_io import load_trace, save_trace
+from matviz.errors import MatvizError
+
+BUNDLED_TRACE = Path(__file__).resolve().parents[2] / "resources/traces/tiled_t32_p0_1024.mvz"
+DEFAULT_RUN = {"kernel": "tiled", "M": 1024, "N": 1024, "K": 1024, "tile": 32, "pad": 0}
+
+
+class MainWindow(QMainWindow):
+    def __init__(
+        self,
+        trace: Trace | None = None,
+        *,
+        replay: bool = True,
+        settings: QSettings | None = None,
+        runner: Runner | None = None,
+        load_default: bool = True,
+    ) -> None:
+        super().__init__()
+        self.settings = settings or QSettings("matviz", "matviz")
+        self.session = Session(self)
+        self.runner = runner or Runner(self)
+        self.runner.setParent(self)
+        self.replay = True  # was the current trace loaded from a file
+        self.trace_path: Path | None = None
+        self.recent = RecentFiles(self.settings)
+
+        self._build_views()
+        self._build_docks()
+        self._build_status_bar()
+        self._build_menus()
+        self.resize(1600, 1000)
+        self.resizeDocks([self.controls_dock], [265], Qt.Horizontal)
+        self.resizeDocks([self.controls_dock, self.explain_dock], [300, 620], Qt.Vertical)
+
+        self.controls.runRequested.connect(self.start_run)
+        self.runner.finished.connect(self._run_finished)
+        self.runner.failed.connect(lambda msg: self.show_error(tr("Run failed: ") + msg))
+        self.runner.progress.connect(self.status.set_progress)
+        self.runner.busyChanged.connect(self.status.set_busy)
+        self.session.traceChanged.connect(self._update_title)
+        self.explain.languageChanged.connect(lambda code: self.settings.setValue("language", code))
+        self.retranslate()
+
+        if trace is not None:
+            self.show_trace(trace, replay=replay)
+        elif load_default:
+            self.load_default()
+
+    # -- layout ----------------------------------------------------------------------------
+    def _build_views(self) -> None:
+        s = self.session
+        self.grid_view, self.lanes_view = GridView(s), SmLanesView(s)
+        self.tiles_view, self.banks_view = TilesView(s), BanksView(s)
+        self.throughput_view = ThroughputView(s)
+        self.views = {
+            "grid": self.grid_view,
+            "sm_lanes": self.lanes_view,
+            "tiles": self.tiles_view,
+            "banks": self.banks_view,
+            "throughput": self.throughput_view,
+        }
+        # Minimum widths decide this: the tiles view needs ~560 px, the throughput plot ~500,
+        # the banks plot ~400, so banks and throughput share a column on the right.
+        top = QSplitter(Qt.Horizontal)
+        top.addWidget(self.grid_view)
+        top.addWidget(self.lanes_view)
+        left = QSplitter(Qt.Vertical)
+        left.addWidget(top)
+        left.addWidget(self.tiles_view)
+        right = QSplitter(Qt.Vertical)
+        right.addWidget(self.banks_view)
+        right.addWidget(self.throughput_view)
+        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(right)
+        self.splitter.setSizes([860, 500])
+        top.setSizes([400, 460])
+        left.setSizes([385, 525])
+        right.setSizes([470, 440])
+        for split in (top, left, right, self.splitter):
+            split.setChildrenCollapsible(False)
+        self.playback = PlaybackBar(s)
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.playback)
+        self.setCentralWidget(central)
+
+    def _build_docks(self) -> None:
+        self.controls = Controls()
+        self.explain = ExplainPanel(self.session)
+        self.controls_dock = QDockWidget(self, objectName="controls")
+        self.controls_dock.setWidget(self.controls)
+        self.explain_dock = QDockWidget(self, objectName="explain")
+        self.explain_dock.setWidget(self.explain)
+        for dock in (self.controls_dock, self.explain_dock):
+            dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
+            # left, one above the other: the views need the width (right works as well)
+            self.addDockWidget(Qt.LeftDockWidgetArea, dock)
+
+    def _build_status_bar(self) -> None:
+        self.status = StatusLine()
+        self.status.cancelRequested.connect(self.runner.cancel)
+        self.statusBar().addWidget(self.status, 1)
+        # the parts tests and the screenshot look at
+        self.source_status, self.error_label = self.status.source, self.status.error_label
+        self.progress_bar, self.cancel_button = self.status.progress_bar, self.status.cancel_button
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("")
+        self.open_action = QAction(self, shortcut=QKeySequence.Open)
+        self.open_action.triggered.connect(self._open_dialog)
+        self.save_action = QAction(self, shortcut=QKeySequence.SaveAs)
+        self.save_action.triggered.connect(self._save_dialog)
+        self.recent_menu = self.file_menu.addMenu("")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        self.quit_action = QAction(self, shortcut=QKeySequence.Quit)
+        self.quit_action.triggered.connect(self.close)
+        self.file_menu.insertAction(self.recent_menu.menuAction(), self.open_action)
+        self.file_menu.addAction(self.save_action)
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(self.quit_action)
+
+        self.view_menu = bar.addMenu("")
+        group = QActionGroup(self)
+        self.color_actions = {}
+        for mode in ("state", "sm"):
+            action = QAction(self, checkable=True)
+            action.setChecked(mode == self.session.color_mode)
+            action.triggered.connect(lambda _=False, m=mode: self.session.set_color_mode(m))
+            group.addAction(action)
+            self.view_menu.addAction(action)
+            self.color_actions[mode] = action
+        self.session.colorModeChanged.connect(lambda m: self.color_actions[m].setChecked(True))
+        self.view_menu.addSeparator()
+        self.view_menu.addAction(self.controls_dock.toggleViewAction())
+        self.view_menu.addAction(self.explain_dock.toggleViewAction())
+
+        self.playback_menu = bar.addMenu("")
+        self.playback_menu.addActions(self.playback.actions_for_menu())
+
+    # -- traces ----------------------------------------------------------------------------
+    def load_default(self) -> None:
+        """The bundled H200 recording if present, else a simulated run of the same setup."""
+        if BUNDLED_TRACE.is_file() and self.open_file(BUNDLED_TRACE, remember=False):
+            return
+        from matviz.backends.simulator import simulate  # in-process: fast and cannot crash
+
+        spec = dict(DEFAULT_RUN)
+        shape = spec.pop("kernel"), spec.pop("M"), spec.pop("N"), spec.pop("K")
+        self.show_trace(simulate(*shape, level=3, **spec), replay=True)
+
+    def show_trace(self, trace: Trace, replay: bool = True, path: Path | None = None) -> None:
+        """Make ``trace`` current: views, title, one throughput point; for a trace that did not
+        come from the controls (a file, the start-up trace) the controls show its settings."""
+        self.replay = replay
+        self.trace_path = path
+        fraction = self._playhead_fraction()
+        self.session.set_trace(trace, source_label(trace, replay))
+        if fraction:
+            self.session.set_playhead(round(fraction * trace.duration_ns))
+        point = RunPoint.from_trace(trace)
+        if point not in self.session.runs:
+            self.session.add_run(point)
+        if replay:  # a run's settings are already in the controls, or newer edits are
+            self.controls.show_config(trace)
+        self.clear_error()
+        self._update_title()
+
+    def open_file(self, path: str | Path, remember: bool = True) -> bool:
+        """Load a .mvz; on failure show the error line and keep the current trace."""
+        path = Path(path)
+        try:
+            trace = load_trace(path)
+        except MatvizError as exc:
+            self.show_error(str(exc))
+            return False
+        self.runner.cancel()  # a run finishing later must not replace what was just opened
+        self.show_trace(trace, replay=True, path=path)
+        if remember:
+            self._remember(path)
+        return True
+
+    def save_trace(self, path: str | Path) -> bool:
+        trace = self.session.trace
+        if trace is None:
+            return False
+        path = Path(path)
+        if path.suffix != ".mvz":
+            path = path.with_suffix(".mvz")
+        try:
+            save_trace(trace, path)
+        except MatvizError as exc:
+            self.show_error(str(exc))
+            return False
+        self._remember(path)
+        self.trace_path = path
+        self.status.show_note(tr("Saved {path}").format(path=path))
+        return True
+
+    # -- runs ------------------------------------------------------------------------------
+    def start_run(self, job: dict) -> None:
+        self.clear_error()
+        self.runner.start(job)
+
+    def _run_finished(self, trace: Trace) -> None:
+        self.show_trace(trace, replay=False)
+
+    def _playhead_fraction(self) -> float:
+        trace = self.session.trace
+        if trace is None or not trace.duration_ns:
+            return 0.0
+        return self.session.playhead_ns / trace.duration_ns
+
+    # -- errors ----------------------------------------------------------------------------
+    @property
+    def error(self) -> str:
+        return self.status.error
+
+    def show_error(self, message: str) -> None:
+        """A non-modal red line in the status bar; nothing else changes."""
+        self.status.show_error(message)
+
+    def clear_error(self) -> None:
+        self.status.clear_error()
+
+    # -- files -----------------------------------------------------------------------------
+    def recent_files(self) -> list[str]:
+        """Remembered traces that still exist (missing ones are dropped)."""
+        return self.recent.files()
+
+    def _remember(self, path: Path) -> None:
+        self.recent.add(path)
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        files = self.recent_files()
+        for name in files:
+            action = self.recent_menu.addAction(Path(name).name)
+            action.setToolTip(name)
+            action.triggered.connect(lambda _=False, n=name: self.open_file(n))
+        if not files:
+            self.recent_menu.addAction(tr("(none)")).setEnabled(False)
+
+    def _open_dialog(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(
+            self, tr("Open trace"), str(self._dialog_dir()), tr("matviz traces (*.mvz)")
+        )
+        if name:
+            self.open_file(name)
+
+    def _save_dialog(self) -> None:
+        name, _ = QFileDialog.getSaveFileName(
+            self, tr("Save trace as"), str(self._dialog_dir()), tr("matviz traces (*.mvz)")
+        )
+        if name:
+            self.save_trace(name)
+
+    def _dialog_dir(self) -> Path:
+        recent = self.recent_files()
+        return Path(recent[0]).parent if recent else BUNDLED_TRACE.parent
+
+    # -- text ------------------------------------------------------------------------------
+    def _update_title(self) -> None:
+        trace = self.session.trace
+        if trace is None:
+            self.setWindowTitle("matviz")
+            self.status.set_source(None, "")
+            return
+        source = source_label(trace, self.replay)
+        self.session.source_label = source
+        self.setWindowTitle(f"matviz – {config_label(trace)} – {source}")
+        self.status.set_source(trace, source, str(self.trace_path or ""))
+
+    def retranslate(self) -> None:
+        self.file_menu.setTitle(tr("&File"))
+        self.open_action.setText(tr("&Open trace…"))
+        self.save_action.setText(tr("&Save trace as…"))
+        self.recent_menu.setTitle(tr("&Recent files"))
+        self.quit_action.setText(tr("&Quit"))
+        self.view_menu.setTitle(tr("&View"))
+        self.color_actions["state"].setText(tr("Colour blocks by &state"))
+        self.color_actions["sm"].setText(tr("Colour blocks by S&M"))
+        self.playback_menu.setTitle(tr("&Playback"))
+        self.controls_dock.setWindowTitle(tr("Run"))
+        self.explain_dock.setWindowTitle(tr("What is happening"))
+        self._update_title()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        if event.type() == QEvent.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        self.controls.cancel_pending()
+        self.playback.pause()
+        self.runner.shutdown()
+        super().closeEvent(event)

@@ -1,0 +1,74 @@
+"""The one model every view reads: the trace, the playhead, the selection, the run history.
+
+Views connect to these signals and never talk to each other; user intent comes back through
+the setters.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from matviz.core.runs import RunPoint
+from matviz.core.trace import Trace
+
+COLOR_MODES = ("state", "sm")
+
+
+class Session(QObject):
+    traceChanged = Signal()  # a new trace (and source label) is in place
+    playheadChanged = Signal(int)  # ns from kernel start
+    selectionChanged = Signal(int)  # linear block index
+    runsChanged = Signal()  # the run history (throughput points) changed
+    colorModeChanged = Signal(str)
+    probeRowChanged = Signal(int)  # which probe record the banks view shows
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.trace: Trace | None = None
+        self.source_label = ""
+        self.playhead_ns = 0
+        self.selected_block = 0
+        self.color_mode = "state"
+        self.probe_row = 0
+        self.runs: list[RunPoint] = []
+
+    def set_trace(self, trace: Trace, source_label: str = "") -> None:
+        self.trace = trace
+        self.source_label = source_label or trace.provenance
+        self.playhead_ns = 0
+        self.selected_block = min(self.selected_block, len(trace.blocks) - 1)
+        self.probe_row = 0
+        self.traceChanged.emit()
+
+    def set_playhead(self, ns: int) -> None:
+        if self.trace is None:
+            return
+        ns = int(min(max(ns, 0), self.trace.duration_ns))
+        if ns != self.playhead_ns:
+            self.playhead_ns = ns
+            self.playheadChanged.emit(ns)
+
+    def select_block(self, index: int) -> None:
+        if self.trace is None or not 0 <= index < len(self.trace.blocks):
+            return
+        if index != self.selected_block:
+            self.selected_block = int(index)
+            self.selectionChanged.emit(self.selected_block)
+
+    def set_color_mode(self, mode: str) -> None:
+        if mode not in COLOR_MODES:
+            raise ValueError(f"unknown colour mode {mode!r}")
+        if mode != self.color_mode:
+            self.color_mode = mode
+            self.colorModeChanged.emit(mode)
+
+    def set_probe_row(self, row: int) -> None:
+        if self.trace is None or not 0 <= row < max(len(self.trace.probe), 1):
+            return
+        if row != self.probe_row:
+            self.probe_row = int(row)
+            self.probeRowChanged.emit(self.probe_row)
+
+    def add_run(self, point: RunPoint) -> None:
+        self.runs.append(point)
+        self.runsChanged.emit()

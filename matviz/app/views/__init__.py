@@ -1,0 +1,1 @@
+"""The five linked views: block grid, SM lanes, tiles, banks, throughput."""

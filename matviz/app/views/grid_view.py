@@ -1,0 +1,202 @@
+"""The output matrix C as a grid of thread blocks, coloured by state at the playhead or by SM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import (
+    QGraphicsPathItem,
+    QLabel,
+    QWidget,
+)
+
+from matviz.app.i18n import tr
+from matviz.app.session import Session
+from matviz.app.views import palette
+from matviz.core.timeline import BlockState, Timeline
+
+
+class GridView(QWidget):
+    """One ImageItem cell per block: x = blockIdx.x (N direction), y = blockIdx.y (M, down)."""
+
+    def __init__(self, session: Session, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.timeline: Timeline | None = None
+        self._sm_codes: np.ndarray | None = None  # (gy, gx) uint8, fixed per trace
+        self._state_lut = palette.state_lut()
+        self._n_sms = palette.H200_SMS
+        self._sm_lut = palette.sm_lut()
+
+        self.placeholder = QLabel(alignment=Qt.AlignCenter)
+        self.title = QLabel(textFormat=Qt.RichText, wordWrap=True)
+        self.legend = QLabel(textFormat=Qt.RichText, wordWrap=True)
+        self.plot = palette.make_plot()
+        item = self.plot.getPlotItem()
+        self.viewbox = item.getViewBox()
+        self.viewbox.invertY(True)
+        self.viewbox.setAspectLocked(True)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        item.addItem(self.image)
+        self.outline = palette.outline_item(3.0)
+        item.addItem(self.outline)
+        self.gridlines = QGraphicsPathItem()  # one path: thin lines between blocks
+        line_pen = QPen(QColor(255, 255, 255, 150))
+        line_pen.setCosmetic(True)
+        self.gridlines.setPen(line_pen)
+        self.gridlines.setZValue(5)
+        item.addItem(self.gridlines)
+
+        self.stack = palette.stacked(
+            self, self.placeholder, self.title, (self.plot, 1), self.legend
+        )
+
+        self.plot.scene().sigMouseClicked.connect(self._on_click)
+        self.plot.scene().sigMouseMoved.connect(self._on_move)
+        session.traceChanged.connect(self.refresh)
+        session.playheadChanged.connect(self._on_playhead)
+        session.selectionChanged.connect(self._on_selection)
+        session.colorModeChanged.connect(self._on_color_mode)
+        self.refresh()
+
+    # -- session -> view ---------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Rebuild everything for the session's current trace (precomputes per-trace data)."""
+        trace = self.session.trace
+        self.timeline = Timeline(trace) if trace is not None else None
+        if trace is None:
+            self._sm_codes = None
+            self.image.clear()
+        else:
+            gx, gy = trace.grid
+            self._n_sms = max(int(trace.manifest["device"].get("sm_count", palette.H200_SMS)), 1)
+            self._sm_lut = palette.sm_lut(self._n_sms)
+            self._sm_codes = (trace.blocks["smid"] % 256).astype(np.uint8).reshape(gy, gx)
+            item = self.plot.getPlotItem()
+            item.getAxis("bottom").setTicks([palette.index_ticks(gx)])
+            item.getAxis("left").setTicks([palette.index_ticks(gy)])
+            self.gridlines.setPath(palette.cell_borders(gx, gy))
+            self.viewbox.enableAutoRange()
+            self._recolor()
+            self._on_selection(self.session.selected_block)
+        self.stack.setCurrentIndex(0 if trace is None else 1)
+        self.retranslate()
+
+    def _recolor(self) -> None:
+        """Colour codes at the playhead (cheap: one Timeline.states call)."""
+        trace = self.session.trace
+        if trace is None or self.timeline is None:
+            return
+        if self.session.color_mode == "sm":
+            codes, lut = self._sm_codes, self._sm_lut
+        else:
+            gx, gy = trace.grid
+            states = self.timeline.states(self.session.playhead_ns)
+            codes = np.asarray(states, np.uint8).reshape(gy, gx)
+            lut = self._state_lut
+        self.image.setImage(codes, lut=lut, levels=(0, 255), autoLevels=False)
+
+    def _on_playhead(self, _ns: int) -> None:
+        if self.session.color_mode != "sm":
+            self._recolor()
+        self._update_title()
+
+    def _on_selection(self, block: int) -> None:
+        trace = self.session.trace
+        if trace is None:
+            return
+        bx, by = int(trace.blocks["bx"][block]), int(trace.blocks["by"][block])
+        self.outline.setRect(bx, by, 1, 1)
+
+    def _on_color_mode(self, _mode: str) -> None:
+        self._recolor()
+        self._update_legend()
+
+    # -- user -> session ---------------------------------------------------------------------
+    def block_at(self, x: float, y: float) -> int | None:
+        """Linear index of the block under view coordinates (x, y), or None."""
+        trace = self.session.trace
+        if trace is None:
+            return None
+        gx, gy = trace.grid
+        bx, by = int(np.floor(x)), int(np.floor(y))
+        if 0 <= bx < gx and 0 <= by < gy:
+            return by * gx + bx
+        return None
+
+    def select_at(self, x: float, y: float) -> None:
+        block = self.block_at(x, y)
+        if block is not None:
+            self.session.select_block(block)
+
+    def _on_click(self, event) -> None:
+        if event.button() != Qt.LeftButton:
+            return
+        pos = self.viewbox.mapSceneToView(QPointF(event.scenePos()))
+        self.select_at(pos.x(), pos.y())
+
+    def _on_move(self, scene_pos) -> None:
+        if self.session.trace is None:
+            return
+        pos = self.viewbox.mapSceneToView(QPointF(scene_pos))
+        block = self.block_at(pos.x(), pos.y())
+        self.plot.setToolTip("" if block is None else self.describe(block))
+
+    def describe(self, block: int) -> str:
+        """Hover text: block coordinates, SM, state and k-tile at the playhead."""
+        trace = self.session.trace
+        row = trace.blocks[block]
+        state, ktile = self.timeline.block_phase(block, self.session.playhead_ns)
+        name = tr(palette.STATE_NAMES.get(BlockState(int(state)), "running"))
+        n_tiles = trace.n_tiles or trace.manifest["geometry"].get("n_tiles", 0)
+        kt = f"{int(ktile) + 1} / {n_tiles}" if ktile is not None and ktile >= 0 else "–"
+        return tr("block ({bx}, {by}) · SM {sm}\nstate: {state} · k-tile: {kt}").format(
+            bx=int(row["bx"]), by=int(row["by"]), sm=int(row["smid"]), state=name, kt=kt
+        )
+
+    # -- texts -------------------------------------------------------------------------------
+    def _update_title(self) -> None:
+        trace = self.session.trace
+        if trace is None:
+            return
+        t_us = self.session.playhead_ns / 1000.0
+        gx, gy = trace.grid
+        self.title.setText(
+            f"{tr('Output matrix C: one cell per thread block')} ({gx}×{gy})<br>"
+            f"{palette.config_text(trace)} · "
+            f"{palette.source_html(trace, self.session.source_label)} · t = {t_us:,.1f} µs"
+        )
+
+    def _update_legend(self) -> None:
+        if self.session.color_mode == "sm":
+            n = self._n_sms
+            colors = palette.sm_colors(n)
+            samples = [palette.swatch(tuple(colors[i % n]), f"SM {i}") for i in (0, 1, 2, 3)]
+            samples.append("…")
+            samples += [palette.swatch(tuple(colors[i % n]), f"SM {i}") for i in (n // 2, n - 1)]
+            self.legend.setText(
+                f"{tr('Colour = streaming multiprocessor (SM) that ran the block')}: "
+                + " ".join(samples)
+                + f" ({tr('{n} colours, cyclic').format(n=n)})"
+            )
+            return
+        entries = [
+            palette.swatch(palette.STATE_COLORS[s], tr(palette.STATE_NAMES[s])) for s in BlockState
+        ]
+        self.legend.setText(f"{tr('Block state at the playhead')}: " + " &nbsp; ".join(entries))
+
+    def retranslate(self) -> None:
+        self.placeholder.setText(tr("No trace loaded"))
+        item = self.plot.getPlotItem()
+        item.setLabel("bottom", tr("blockIdx.x → (N direction: columns of C)"))
+        item.setLabel("left", tr("blockIdx.y ↓ (M direction: rows of C)"))
+        if self.session.trace is not None:
+            self._update_title()
+            self._update_legend()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        if event.type() == QEvent.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)

@@ -1,0 +1,292 @@
+"""Shared colours and plot styling, so every view (and the export) uses the same legend.
+
+Colours are RGB(A) tuples; ``*_lut`` functions return 256-entry uint8 lookup tables for
+pyqtgraph ImageItems that hold uint8 codes and are drawn with explicit levels (0, 255).
+"""
+
+from __future__ import annotations
+
+import colorsys
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainterPath, QPen
+from PySide6.QtWidgets import (
+    QGraphicsRectItem,
+    QLayout,
+    QStackedLayout,
+    QVBoxLayout,
+    QWidget,
+)
+
+from matviz.core.timeline import BlockState
+
+RGB = tuple[int, int, int]
+
+BACKGROUND = "w"
+FOREGROUND = (30, 30, 30)
+HIGHLIGHT = (214, 0, 110)  # selected block / item outline (magenta, stands out on all fills)
+PLAYHEAD = (200, 30, 30)
+SIMULATED = (200, 90, 0)  # text colour of the 'simulated' source label
+EMPTY = (250, 250, 250)  # idle / unused cells
+
+# Block states: waiting grey, loading blue, at barrier orange, computing green, done dark.
+STATE_COLORS: dict[BlockState, RGB] = {
+    BlockState.WAITING: (205, 205, 205),
+    BlockState.LOADING: (52, 120, 219),
+    BlockState.AT_BARRIER: (243, 146, 30),
+    BlockState.COMPUTING: (46, 170, 80),
+    BlockState.DONE: (88, 96, 104),
+    BlockState.RUNNING: (30, 170, 170),
+}
+# English source names (pass through tr() when shown).
+STATE_NAMES: dict[BlockState, str] = {
+    BlockState.WAITING: "waiting",
+    BlockState.LOADING: "loading tiles",
+    BlockState.AT_BARRIER: "at barrier",
+    BlockState.COMPUTING: "computing",
+    BlockState.DONE: "done",
+    BlockState.RUNNING: "running",
+}
+
+# Qualitative colours for SM waves (tab10-like, without grey).
+WAVE_COLORS: tuple[RGB, ...] = (
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (188, 189, 34),
+    (23, 190, 207),
+)
+
+# Throughput plot: recorded vs simulated points.
+BACKEND_STYLE: dict[str, dict] = {
+    "cuda": {"symbol": "o", "brush": (31, 119, 180), "pen": (20, 60, 110)},
+    "sim": {"symbol": "d", "brush": (255, 255, 255), "pen": SIMULATED},
+}
+
+H200_SMS = 132
+
+
+def hexcolor(rgb: tuple[int, ...]) -> str:
+    return QColor(*rgb[:3]).name()
+
+
+def _lut(colors: list[tuple[int, ...]], fill: RGB = EMPTY) -> np.ndarray:
+    """A 256 x 4 uint8 LUT whose first entries are ``colors``; the rest is ``fill``."""
+    lut = np.empty((256, 4), np.uint8)
+    lut[:, :3] = fill
+    lut[:, 3] = 255
+    for i, c in enumerate(colors[:256]):
+        lut[i, : len(c)] = c
+    return lut
+
+
+def state_lut() -> np.ndarray:
+    """Code = BlockState value."""
+    colors = [STATE_COLORS.get(BlockState(i), EMPTY) for i in range(max(BlockState) + 1)]
+    return _lut(colors)
+
+
+def sm_colors(n: int = H200_SMS) -> np.ndarray:
+    """n cyclic hues; odd SMs a little darker so neighbouring SMs stay distinguishable."""
+    out = np.empty((n, 3), np.uint8)
+    for i in range(n):
+        value = 0.95 if i % 2 == 0 else 0.72
+        r, g, b = colorsys.hsv_to_rgb(i / n, 0.62, value)
+        out[i] = (round(r * 255), round(g * 255), round(b * 255))
+    return out
+
+
+def sm_lut(n: int = H200_SMS) -> np.ndarray:
+    """Code = smid % 256; colours repeat every ``n`` SMs."""
+    colors = sm_colors(n)
+    return _lut([tuple(colors[i % n]) for i in range(256)])
+
+
+def wave_lut() -> np.ndarray:
+    """Code 0 = idle slot, code w + 1 = SM wave w (colours cycle)."""
+    return _lut([EMPTY] + [WAVE_COLORS[i % len(WAVE_COLORS)] for i in range(255)])
+
+
+def progress_lut(levels: int = 64) -> np.ndarray:
+    """Code 0 = idle, 1..levels = k-tile progress from first (light) to last (dark)."""
+    cmap = pg.colormap.get("viridis")
+    ramp = cmap.getLookupTable(0.95, 0.05, levels, alpha=False)  # light -> dark
+    return _lut([EMPTY] + [tuple(int(v) for v in c) for c in ramp])
+
+
+def lane_colors() -> np.ndarray:
+    """32 lane colours: hue by lane, alternating lightness."""
+    out = np.empty((32, 3), np.uint8)
+    for lane in range(32):
+        value = 0.92 if lane % 2 == 0 else 0.75
+        r, g, b = colorsys.hsv_to_rgb((lane * 0.61803) % 1.0, 0.5, value)
+        out[lane] = (round(r * 255), round(g * 255), round(b * 255))
+    return out
+
+
+def lane_lut() -> np.ndarray:
+    """Code 0 = empty, code lane + 1 = that lane's colour."""
+    return _lut([EMPTY] + [tuple(c) for c in lane_colors()])
+
+
+def swatch(rgb: tuple[int, ...], text: str) -> str:
+    """Rich-text legend entry: a coloured square and its label."""
+    return f'<span style="color:{hexcolor(rgb)}; font-size:14pt">&#9632;</span>&nbsp;{text}'
+
+
+def style_plot(plot: pg.PlotItem) -> None:
+    """Dark axes and text for the white background the views use (projector friendly)."""
+    for name in ("left", "bottom", "top", "right"):
+        axis = plot.getAxis(name)
+        axis.setPen(pg.mkPen(FOREGROUND))
+        axis.setTextPen(pg.mkPen(FOREGROUND))
+
+
+def index_ticks(n: int, max_labels: int = 16, offset: float = 0.5) -> list[tuple[float, str]]:
+    """Ticks at cell centres (i + offset) for cells 0..n-1, thinned to about ``max_labels``."""
+    step = 1
+    for step in (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 256, 512, 1024):
+        if n / step <= max_labels:
+            break
+    return [(i + offset, str(i)) for i in range(0, n, step)]
+
+
+def source_html(trace, label: str) -> str:
+    """Where the data came from; simulated data is always marked, in colour and in words."""
+    from matviz.app.i18n import tr
+
+    device = trace.manifest["device"].get("name", "GPU")
+    if trace.is_simulated:
+        if not label or label == trace.provenance:
+            label = tr("simulated ({device} model)").format(device=device)
+        elif "simul" not in label.lower():
+            label = f"{tr('simulated')}: {label}"
+        return f'<b style="color:{hexcolor(SIMULATED)}">&#9888; {label}</b>'
+    if not label or label == trace.provenance:
+        label = tr("recorded on {device}").format(device=device)
+    return f"<b>{label}</b>"
+
+
+def config_text(trace) -> str:
+    """'tiled · T=32 PAD=0 · 1024×1024×1024' for titles."""
+    params = " ".join(
+        f"{'T' if k == 'tile' else k.upper()}={v}" for k, v in sorted(trace.params.items())
+    )
+    m, n, k = trace.shape
+    return f"<b>{trace.kernel}</b> · {params} · M×N×K = {m}×{n}×{k}"
+
+
+def cell_borders(nx: int, ny: int, max_cells: int = 64) -> QPainterPath:
+    """Lines between the cells of an nx x ny grid (empty when cells would be too small)."""
+    path = QPainterPath()
+    if max(nx, ny) > max_cells:
+        return path
+    for x in range(1, nx):
+        path.moveTo(x, 0)
+        path.lineTo(x, ny)
+    for y in range(1, ny):
+        path.moveTo(0, y)
+        path.lineTo(nx, y)
+    return path
+
+
+class CellLabels(pg.GraphicsObject):
+    """One item painting a text per cell of a rows x cols grid, only where cells are big enough."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[list[str]] = []
+        self.font = QFont()
+
+    def set_texts(self, texts: list[list[str]]) -> None:
+        self.prepareGeometryChange()
+        self.texts = texts
+        self.update()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802
+        cols = max((len(r) for r in self.texts), default=0)
+        return QRectF(0, 0, cols, len(self.texts))
+
+    def paint(self, p, *args) -> None:
+        if not self.texts:
+            return
+        cell = p.transform().mapRect(QRectF(0, 0, 1, 1))
+        longest = max(len(t) for row in self.texts for t in row) or 1
+        size = min(cell.height() * 0.72, cell.width() / (0.62 * longest))
+        if size < 6.5:  # unreadable: leave it to the tooltip
+            return
+        self.font.setPixelSize(int(size))
+        transform = p.transform()
+        p.save()
+        p.resetTransform()
+        p.setFont(self.font)
+        p.setPen(QColor(*FOREGROUND))
+        for r, row in enumerate(self.texts):
+            for c, text in enumerate(row):
+                if text:
+                    p.drawText(transform.mapRect(QRectF(c, r, 1, 1)), Qt.AlignCenter, text)
+        p.restore()
+
+
+# -- shared constructors, so every view looks and behaves alike --------------------------------
+def make_plot() -> pg.PlotWidget:
+    """A white plot with dark axes, no context menu or auto-range button, no SI prefixes."""
+    plot = pg.PlotWidget(background=BACKGROUND)
+    item = plot.getPlotItem()
+    style_plot(item)
+    item.hideButtons()
+    item.setMenuEnabled(False)
+    for name in ("left", "bottom"):
+        item.getAxis(name).enableAutoSIPrefix(False)
+    return plot
+
+
+def outline_item(width: float = 3.0) -> QGraphicsRectItem:
+    """The selected-block outline: one rect item, drawn above everything."""
+    rect = QGraphicsRectItem()
+    pen = QPen(QColor(*HIGHLIGHT))
+    pen.setWidthF(width)
+    pen.setCosmetic(True)
+    rect.setPen(pen)
+    rect.setZValue(10)
+    return rect
+
+
+def playhead_line(label: str | None = "t = {value:.1f} µs") -> pg.InfiniteLine:
+    """A draggable vertical playhead (x in µs)."""
+    opts = {"position": 0.03, "color": PLAYHEAD, "fill": (255, 255, 255, 210)}
+    line = pg.InfiniteLine(
+        angle=90,
+        movable=True,
+        pen=pg.mkPen(PLAYHEAD, width=2),
+        hoverPen=pg.mkPen(PLAYHEAD, width=4),
+        label=label,
+        labelOpts=opts if label else None,
+    )
+    line.setZValue(20)
+    return line
+
+
+def stacked(owner: QWidget, placeholder: QWidget, *rows) -> QStackedLayout:
+    """Page 0: the placeholder; page 1: ``rows`` stacked vertically (a widget given as a
+    (widget, stretch) tuple gets that stretch)."""
+    content = QWidget()
+    box = QVBoxLayout(content)
+    box.setContentsMargins(6, 4, 6, 4)
+    for row in rows:
+        if isinstance(row, QLayout):
+            box.addLayout(row)
+        elif isinstance(row, tuple):
+            box.addWidget(*row)
+        else:
+            box.addWidget(row)
+    stack = QStackedLayout(owner)
+    stack.addWidget(placeholder)
+    stack.addWidget(content)
+    return stack

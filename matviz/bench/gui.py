@@ -1,0 +1,147 @@
+"""GUI benchmark (not a test): playback frame rate with every view visible, and run latency.
+
+``python -m matviz.bench.gui [--quick]`` prints
+
+* for simulated 4096^3 traces, T=32 (16,384 blocks) and T=16 (65,536 blocks), level 3, in the
+  1600x1000 main window (offscreen): the cost of one playback frame (move the playhead, let
+  every view update and paint) as frames per second, and the frame rate the 60 fps animation
+  timer really reaches while playing;
+* the latency from a pad change in the controls to the new point in the throughput plot, at
+  1024^3 with the simulator backend (it includes the controls' 400 ms debounce; the number
+  without it is printed too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QElapsedTimer, QEventLoop, QSettings, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from matviz.app.controls import DEBOUNCE_MS  # noqa: E402
+from matviz.app.main_window import MainWindow  # noqa: E402
+from matviz.backends.simulator import simulate  # noqa: E402
+
+
+def _run_loop(ms: int) -> None:
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def _wait_until(app: QApplication, done, timeout_s: float = 120.0) -> bool:
+    end = time.perf_counter() + timeout_s
+    while not done():
+        if time.perf_counter() > end:
+            return False
+        app.processEvents(QEventLoop.AllEvents | QEventLoop.WaitForMoreEvents, 20)
+    return True
+
+
+def _window(trace, settings: QSettings) -> MainWindow:
+    window = MainWindow(trace, settings=settings)
+    window.resize(1600, 1000)
+    window.show()
+    QApplication.processEvents()
+    return window
+
+
+def playback_fps(app: QApplication, trace, settings: QSettings, frames: int, play_s: float):
+    """(frames/s when every frame is drawn, frames/s the animation timer reached)."""
+    window = _window(trace, settings)
+    session = window.session
+    gx, gy = trace.grid
+    session.select_block(trace.block_index(gx // 2, gy // 2))
+    duration = trace.duration_ns
+    for i in range(5):  # warm caches
+        session.set_playhead(duration * i // 10)
+        app.processEvents()
+    t0 = time.perf_counter()
+    for i in range(frames):
+        session.set_playhead(duration * (i + 1) // (frames + 1))
+        app.processEvents()  # every view updates and paints
+    drawn = frames / (time.perf_counter() - t0)
+
+    session.set_playhead(0)
+    window.playback.speed.setCurrentIndex(window.playback.speed.findData(1.0))
+    clock = QElapsedTimer()
+    clock.start()
+    window.playback.play()
+    _run_loop(int(play_s * 1000))
+    ticks = window.playback.frames
+    window.playback.pause()
+    reached = ticks / (clock.elapsed() / 1000)
+    window.close()
+    window.deleteLater()
+    app.processEvents()
+    return drawn, reached
+
+
+def pad_latency(app: QApplication, settings: QSettings, repeats: int) -> list[float]:
+    """Seconds from a pad change to the new throughput point, 1024^3, simulator backend."""
+    window = _window(simulate("tiled", 1024, 1024, 1024, tile=32, pad=0, level=3), settings)
+    pad = window.controls.pad
+    _run_loop(1500)  # let the spare worker start, as it would have in a session
+    times = []
+    for i in range(repeats):
+        value = (1, 2, 4, 0)[i % 4]
+        runs = len(window.session.runs)
+        t0 = time.perf_counter()
+        pad.setCurrentIndex(pad.findData(value))
+        ok = _wait_until(
+            app,
+            lambda n=runs, v=value: (
+                window.session.trace.params.get("pad") == v and not window.runner.busy
+            ),
+        )
+        if not ok:
+            raise RuntimeError(f"run did not finish: {window.error}")
+        app.processEvents()  # the plot repaints
+        times.append(time.perf_counter() - t0)
+        _run_loop(300)
+    window.close()
+    window.deleteLater()
+    app.processEvents()
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m matviz.bench.gui", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer frames and repeats")
+    args = parser.parse_args(argv)
+    frames, play_s, repeats = (30, 2.0, 3) if args.quick else (120, 5.0, 6)
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    settings = QSettings(os.devnull, QSettings.IniFormat)
+    print(f"matviz GUI benchmark ({os.environ['QT_QPA_PLATFORM']}, 1600x1000, every view shown)")
+    for tile in (32, 16):
+        t0 = time.perf_counter()
+        trace = simulate("tiled", 4096, 4096, 4096, tile=tile, pad=0, level=3)
+        sim_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        drawn, reached = playback_fps(app, trace, settings, frames, play_s)
+        print(
+            f"playback  4096^3 T={tile:<2} {len(trace.blocks):>6} blocks: "
+            f"{drawn:6.1f} frames/s drawn one by one, {reached:5.1f} fps reached by the "
+            f"60 fps timer (simulate {sim_s:.2f} s, window + measure "
+            f"{time.perf_counter() - t0:.1f} s)"
+        )
+        del trace
+    times = pad_latency(app, settings, repeats)
+    med = statistics.median(times)
+    print(
+        f"pad change -> new plot point, 1024^3 sim: median {med * 1000:.0f} ms "
+        f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}; {DEBOUNCE_MS} ms of it is "
+        f"the debounce, so {max(med * 1000 - DEBOUNCE_MS, 0):.0f} ms worker + load + redraw)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

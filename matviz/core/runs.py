@@ -1,0 +1,37 @@
+"""One point of the throughput plot: a finished run and the configuration that made it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from matviz.core.trace import Trace
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    kernel: str
+    params: tuple[tuple[str, int], ...]
+    shape: tuple[int, int, int]
+    backend: str  # "cuda" or "sim"
+    gflops: float
+    cublas_gflops: float | None
+
+    @property
+    def label(self) -> str:
+        """Short configuration label for a plot axis, e.g. 'tiled T32 P1'."""
+        short = {"tile": "T", "pad": "P"}
+        parts = " ".join(f"{short.get(k, k)}{v}" for k, v in self.params)
+        sim = " (sim)" if self.backend == "sim" else ""
+        return f"{self.kernel} {parts}{sim}"
+
+    @classmethod
+    def from_trace(cls, trace: Trace) -> RunPoint:
+        stats = trace.manifest["stats"]
+        return cls(
+            kernel=trace.kernel,
+            params=tuple(sorted(trace.params.items())),
+            shape=trace.shape,
+            backend=trace.backend,
+            gflops=float(stats["gflops"]),
+            cublas_gflops=stats.get("cublas_gflops"),
+        )

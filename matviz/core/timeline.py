@@ -1,0 +1,343 @@
+"""What every block is doing at a given instant, derived once from a Trace.
+
+A block is WAITING before its start and DONE from its end on. In between, a block with phase
+marks walks its k-tiles: LOADING from ``issue`` to ``loaded`` (barrier 1 released), COMPUTING
+from ``loaded`` to ``computed`` (barrier 2 released). The short loop step between ``computed[k]``
+and ``issue[k + 1]`` already counts as loading tile k + 1, so the colour does not flicker between
+tiles. Before the first issue (prologue: row, col, sum = 0) and after the last barrier 2
+(epilogue: the store to C) the block is RUNNING, as is a block without marks (sampled out, or
+the naive kernel). Blocks with per-warp barrier waits are AT_BARRIER from the first warp's
+arrival (release - the longest wait) until the release.
+
+Per-frame work is proportional to the blocks alive at ``t`` (a few SMs' worth), not to the
+size of the phase arrays: the marks are searched only for resident blocks. Phase marks are
+assumed monotone within a block (issue <= loaded <= computed <= next issue), as both backends
+write them.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from functools import cached_property
+
+import numpy as np
+
+from matviz.core import metrics
+from matviz.core.trace import Trace
+
+
+class BlockState(enum.IntEnum):
+    WAITING = 0  # not started
+    LOADING = 1  # issue <= t < loaded: copying A/B tiles to shared memory, incl. barrier 1
+    AT_BARRIER = 2  # first warp arrived at a barrier, not yet released (warp data only)
+    COMPUTING = 3  # loaded <= t < computed
+    DONE = 4  # t >= end
+    RUNNING = 5  # started, not done, no per-tile phase at t
+
+
+# (t >= start) + (t >= end) -> state of a block without looking at its phases
+_LIFE = np.array([BlockState.WAITING, BlockState.RUNNING, BlockState.DONE], np.uint8)
+
+
+class Timeline:
+    """Derived, cached views of one trace for playback; see the module docstring."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        blocks = trace.blocks
+        self.n_blocks = len(blocks)
+        self.duration = trace.duration_ns
+        self._start = np.ascontiguousarray(blocks["start"], np.int64)
+        self._end = np.ascontiguousarray(blocks["end"], np.int64)
+        self.n_tiles = trace.n_tiles if len(trace.phase_blocks) else 0
+
+        # Flat views of the phase arrays (no copy when already contiguous).
+        self._issue = np.ascontiguousarray(trace.issue).reshape(-1)
+        self._loaded = np.ascontiguousarray(trace.loaded).reshape(-1)
+        self._computed = np.ascontiguousarray(trace.computed).reshape(-1)
+        self._row = np.full(self.n_blocks, -1, np.int64)  # block -> phase row
+        if self.n_tiles:
+            self._row[trace.phase_blocks[::-1]] = np.arange(len(trace.phase_blocks))[::-1]
+        self._phased = self._row >= 0
+
+        # Warp arrival at each barrier: release - the longest wait, never before the phase.
+        n_rows = len(trace.phase_blocks)
+        self._warp_of_row = np.full(n_rows, -1, np.int64)
+        self._warp_row = np.full(self.n_blocks, -1, np.int64)
+        self._arrive = np.zeros((0, max(self.n_tiles, 0), 2), np.int64)
+        if self.n_tiles and len(trace.warp_blocks):
+            wb = trace.warp_blocks
+            self._warp_row[wb[::-1]] = np.arange(len(wb))[::-1]
+            rows = self._row[wb]
+            self._warp_of_row[rows[::-1]] = np.arange(len(wb))[::-1]
+            wait = trace.barrier_wait.max(axis=2) if trace.barrier_wait.shape[2] else 0
+            release = np.stack([trace.loaded[rows], trace.computed[rows]], axis=-1)
+            floor = np.stack([trace.issue[rows], trace.loaded[rows]], axis=-1)
+            self._arrive = np.clip(release - wait, floor, release)
+
+        self._frame: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._bounds: np.ndarray | None = None
+        self._slots: tuple[np.ndarray, int] | None = None
+
+    @cached_property
+    def max_resident(self) -> int:
+        """Most blocks alive at one instant (metrics.max_resident, computed once)."""
+        return metrics.max_resident(self.trace)
+
+    # -- lookups ----------------------------------------------------------------------------
+    def phase_row(self, block: int) -> int | None:
+        """Row of ``block`` in the phase arrays, or None (O(1), unlike Trace.phase_row)."""
+        row = int(self._row[block])
+        return row if row >= 0 else None
+
+    def warp_row(self, block: int) -> int | None:
+        """Row of ``block`` in ``barrier_wait``, or None when its warps were not sampled."""
+        row = int(self._warp_row[block])
+        return row if row >= 0 else None
+
+    def waits_at(self, block: int, ktile: int) -> np.ndarray | None:
+        """Barrier waits (warps, 2) in ns of ``block`` at ``ktile``; None when not sampled."""
+        row = self.warp_row(block)
+        if row is None or not 0 <= ktile < self.n_tiles:
+            return None
+        return self.trace.barrier_wait[row, ktile]
+
+    # -- the per-row search ----------------------------------------------------------------
+    def _count_issued(self, rows: np.ndarray, t: np.ndarray, strict: bool = False) -> np.ndarray:
+        """Per row, how many issue marks are <= t (< t when strict): vectorised binary search."""
+        n = self.n_tiles
+        base = rows * n
+        lo = np.zeros(len(rows), np.int64)
+        hi = np.full(len(rows), n, np.int64)
+        for _ in range(max(1, math.ceil(math.log2(n + 1)))):
+            mid = (lo + hi) >> 1
+            mark = self._issue[base + np.minimum(mid, n - 1)]
+            below = (mark < t) if strict else (mark <= t)
+            below &= mid < hi  # finished searches stay put
+            lo = np.where(below, mid + 1, lo)
+            hi = np.where(below | (mid >= hi), hi, mid)
+        return lo
+
+    def _classify(self, rows: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(state, ktile) of phase ``rows`` at times ``t``, assuming start <= t < end."""
+        n = self.n_tiles
+        k = self._count_issued(rows, t) - 1
+        flat = rows * n + np.maximum(k, 0)
+        loaded, computed = self._loaded[flat], self._computed[flat]
+        state = np.where(t < loaded, BlockState.LOADING, BlockState.COMPUTING).astype(np.uint8)
+        ktile = k.astype(np.int32)
+        passed = t >= computed  # between barrier 2 and the next issue: loading the next tile
+        state[passed] = BlockState.LOADING
+        ktile[passed] += 1
+        edge = (k < 0) | (passed & (k == n - 1))  # prologue or epilogue
+        state[edge] = BlockState.RUNNING
+        ktile[edge] = -1
+
+        warp = self._warp_of_row[rows]
+        sel = np.flatnonzero((warp >= 0) & ~edge & ~passed)
+        if len(sel):
+            barrier = (t[sel] >= loaded[sel]).astype(np.int64)
+            arrive = self._arrive[warp[sel], k[sel], barrier]
+            state[sel[t[sel] >= arrive]] = BlockState.AT_BARRIER
+        return state, ktile
+
+    def _evaluate(self, t_ns: float) -> tuple[np.ndarray, np.ndarray]:
+        t = math.floor(t_ns)  # marks are whole ns: floor keeps every comparison exact
+        if self._frame is not None and self._frame[0] == t:
+            return self._frame[1], self._frame[2]
+        life = (t >= self._start).view(np.uint8) + (t >= self._end).view(np.uint8)
+        states = _LIFE[life]
+        ktiles = np.full(self.n_blocks, -1, np.int32)
+        alive = np.flatnonzero(self._phased & (life == 1))  # only resident blocks are searched
+        if len(alive):
+            s, k = self._classify(self._row[alive], np.full(len(alive), t, np.int64))
+            states[alive] = s
+            ktiles[alive] = k
+        states.flags.writeable = False
+        ktiles.flags.writeable = False
+        self._frame = (t, states, ktiles)
+        return states, ktiles
+
+    # -- per frame ---------------------------------------------------------------------------
+    def states(self, t_ns: float) -> np.ndarray:
+        """BlockState per block at ``t_ns`` (uint8, read-only, in launch order)."""
+        return self._evaluate(t_ns)[0]
+
+    def ktiles(self, t_ns: float) -> np.ndarray:
+        """Current k-tile per block (int32, read-only); -1 when not started, done or no phase."""
+        return self._evaluate(t_ns)[1]
+
+    def block_phase(self, block: int, t_ns: float) -> tuple[BlockState, int]:
+        """(state, k-tile) of one block at ``t_ns``."""
+        s, k = self._block_states(block, np.array([math.floor(t_ns)], np.int64))
+        return BlockState(int(s[0])), int(k[0])
+
+    def _block_states(self, block: int, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(state, ktile) of one block at many times."""
+        life = (t >= self._start[block]).astype(np.intp) + (t >= self._end[block])
+        states = _LIFE[life]
+        ktiles = np.full(len(t), -1, np.int32)
+        row = self._row[block]
+        alive = np.flatnonzero(life == 1)
+        if row >= 0 and len(alive):
+            states[alive], ktiles[alive] = self._classify(np.full(len(alive), row), t[alive])
+        return states, ktiles
+
+    def phase_span(self, block: int, t_ns: float) -> tuple[int, int]:
+        """[begin, end) in ns of the stretch of one (state, k-tile) of ``block`` around t."""
+        t = min(max(math.floor(t_ns), 0), self.duration)
+        points = np.unique(np.concatenate([[0, self.duration], self.boundaries(block)]))
+        states, ktiles = self._block_states(block, points)  # constant between points
+        code = states.astype(np.int64) * (self.n_tiles + 2) + ktiles
+        i = int(np.searchsorted(points, t, side="right")) - 1
+        differs = code != code[i]
+        before = np.flatnonzero(differs[:i])
+        after = np.flatnonzero(differs[i + 1 :])
+        begin = int(points[before[-1] + 1]) if len(before) else int(points[0])
+        end = int(points[i + 1 + after[0]]) if len(after) else self.duration
+        return begin, end
+
+    # -- boundaries and stepping -------------------------------------------------------------
+    def _row_marks(self, row: int) -> np.ndarray:
+        n = self.n_tiles
+        marks = [self._issue[row * n : (row + 1) * n], self._loaded[row * n : (row + 1) * n]]
+        marks.append(self._computed[row * n : (row + 1) * n])
+        warp = self._warp_of_row[row]
+        if warp >= 0:
+            marks.append(self._arrive[warp].ravel())
+        return np.concatenate(marks)
+
+    def boundaries(self, block: int | None = None) -> np.ndarray:
+        """Sorted unique times (int64 ns) where a state may change: start, end, issue,
+        barrier arrivals, loaded (barrier 1 release), computed (barrier 2 release).
+
+        Marks are clipped into their block's [start, end]. The global set is cached.
+        """
+        if block is not None:
+            start, end = self._start[block], self._end[block]
+            row = self._row[block]
+            marks = self._row_marks(int(row)) if row >= 0 else np.zeros(0, np.int64)
+            return np.unique(np.concatenate([[start, end], np.clip(marks, start, end)]))
+        if self._bounds is None:
+            rows = self.trace.phase_blocks if self.n_tiles else np.zeros(0, np.int64)
+            lo, hi = self._start[rows, None], self._end[rows, None]
+            parts = [self._start, self._end]
+            for marks in (self.trace.issue, self.trace.loaded, self.trace.computed):
+                parts.append(np.clip(marks, lo, hi).ravel())
+            if len(self._arrive):
+                wb = self.trace.warp_blocks
+                low, high = self._start[wb, None, None], self._end[wb, None, None]
+                parts.append(np.clip(self._arrive, low, high).ravel())
+            self._bounds = _unique_times(parts)
+        return self._bounds
+
+    def step(self, t_ns: float, direction: int, block: int | None = None) -> int:
+        """The next (+1) or previous (-1) boundary strictly after/before t, in [0, duration]."""
+        if direction not in (1, -1):
+            raise ValueError(f"direction must be +1 or -1, not {direction}")
+        if block is not None or self._bounds is not None:
+            bounds = self.boundaries(block)
+            if direction > 0:
+                i = np.searchsorted(bounds, t_ns, side="right")
+                t = int(bounds[i]) if i < len(bounds) else self.duration
+            else:
+                i = np.searchsorted(bounds, t_ns, side="left") - 1
+                t = int(bounds[i]) if i >= 0 else 0
+        else:
+            t = self._step_resident(t_ns, direction)
+        return int(min(max(t, 0), self.duration))
+
+    def _step_resident(self, t_ns: float, direction: int) -> int:
+        """Global step without sorting every mark: only blocks alive at t hold marks near t."""
+        t = math.floor(t_ns) if direction > 0 else math.ceil(t_ns)
+        if direction > 0:
+            alive = np.flatnonzero(self._phased & (self._start <= t) & (t < self._end))
+        else:
+            alive = np.flatnonzero(self._phased & (self._start < t) & (t <= self._end))
+        pool = [self._start, self._end]
+        if len(alive):
+            rows, n = self._row[alive], self.n_tiles
+            k = self._count_issued(rows, np.full(len(rows), t, np.int64), strict=direction < 0)
+            # Forward, the next mark is in tile k-1 or is issue k; backward, it is in tile k-1.
+            at = rows * n + np.maximum(k - 1, 0)
+            cols = [self._issue[at], self._loaded[at], self._computed[at]]
+            cols.append(self._issue[rows * n + np.minimum(k, n - 1)])
+            warp = self._warp_of_row[rows]
+            arrive = np.repeat(cols[0][:, None], 2, axis=1)  # a harmless stand-in: a real mark
+            has = warp >= 0
+            arrive[has] = self._arrive[warp[has], np.maximum(k - 1, 0)[has]]
+            marks = np.clip(np.column_stack(cols + [arrive]), self._start[alive, None], None)
+            pool.append(np.minimum(marks, self._end[alive, None]).ravel())
+        times = np.concatenate(pool)
+        if direction > 0:
+            times = times[times > t]
+            return int(times.min()) if len(times) else self.duration
+        times = times[times < t]
+        return int(times.max()) if len(times) else 0
+
+    # -- SM lanes ----------------------------------------------------------------------------
+    def sm_slots(self) -> tuple[np.ndarray, int]:
+        """(slot per block, slots used): blocks of one SM in one slot never overlap in time.
+
+        Interval colouring by start time where each block takes the slot that freed first
+        (as the scheduler hands a finished block's slot to the next one); it uses exactly the
+        per-SM peak residency. Blocks are [start, max(end, start + 1)): zero-length blocks
+        still occupied a slot. Vectorised: sorts, a cumulative max and pointer jumping.
+        """
+        if self._slots is None:
+            self._slots = _fifo_slots(self.trace.blocks)
+        return self._slots
+
+
+def _unique_times(parts: list[np.ndarray]) -> np.ndarray:
+    """Sorted unique int64 of all parts; a bitmap over the time range when that is smaller
+    than sorting (tens of millions of marks over a few ms of ns)."""
+    count = sum(p.size for p in parts)
+    if count == 0:
+        return np.zeros(0, np.int64)
+    lo = min(int(p.min()) for p in parts if p.size)
+    hi = max(int(p.max()) for p in parts if p.size)
+    if hi - lo + 1 > 8 * count:
+        return np.unique(np.concatenate(parts).astype(np.int64))
+    seen = np.zeros(hi - lo + 1, bool)
+    for p in parts:
+        seen[p - lo] = True
+    return np.flatnonzero(seen).astype(np.int64) + lo
+
+
+def _fifo_slots(blocks: np.ndarray) -> tuple[np.ndarray, int]:
+    n = len(blocks)
+    if n == 0:
+        return np.zeros(0, np.int32), 0
+    sm = blocks["smid"].astype(np.int64)
+    start = blocks["start"].astype(np.int64)
+    end = np.maximum(blocks["end"].astype(np.int64), start + 1)
+    # Rank times so (sm, time) packs into one int64 key with no overflow.
+    _, rank = np.unique(np.concatenate([start, end]), return_inverse=True)
+    width = int(rank.max()) + 1
+    skey = sm * width + rank[:n]
+    ekey = sm * width + rank[n:]
+    by_start = np.argsort(skey, kind="stable")
+    by_end = np.argsort(ekey, kind="stable")
+    skey_s, ekey_s = skey[by_start], ekey[by_end]
+    # Both orders group by SM with equal group sizes, so group offsets agree.
+    first = np.searchsorted(skey_s, (skey_s // width) * width, side="left")
+    pos = np.arange(n) - first  # index of the block among its SM's starts
+    freed = np.searchsorted(ekey_s, skey_s, side="right") - first  # ends <= this start
+    offset = first * (n + 1)  # grows per SM, so the running max restarts per SM
+    used = np.maximum.accumulate(pos + 1 - freed + offset) - offset  # slots opened so far
+    opens = np.ones(n, bool)
+    opens[1:] = (used[1:] > used[:-1]) | (pos[1:] == 0)
+    # The r-th reuse on an SM takes the slot of the r-th block to end there (it has ended).
+    parent = np.arange(n)
+    reuse = ~opens
+    parent[by_start[reuse]] = by_end[first[reuse] + pos[reuse] - used[reuse]]
+    root_slot = np.zeros(n, np.int64)
+    root_slot[by_start[opens]] = used[opens] - 1
+    while True:  # pointer jumping: each pass halves every chain
+        nxt = parent[parent]
+        if np.array_equal(nxt, parent):
+            break
+        parent = nxt
+    return root_slot[parent].astype(np.int32), int(used.max())

@@ -1,0 +1,296 @@
+"""The main window: a trace at start, linked views, runs in a worker, errors that change nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from matviz.app import i18n
+from matviz.app.main_window import BUNDLED_TRACE, MainWindow
+from matviz.app.runner import Runner
+from matviz.backends.simulator import simulate
+from matviz.core.timeline import Timeline
+from matviz.core.trace_io import save_trace
+
+PY = sys.executable
+ABORTS = [PY, "-c", "import os, sys; sys.stdin.read(); os.abort()"]
+RAISES = [PY, "-c", "import sys; sys.stdin.read(); raise SystemExit('worker blew up')"]
+SLOW = [PY, "-c", "import sys, time; sys.stdin.read(); time.sleep(60)"]
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+
+
+@pytest.fixture
+def make_window(qtbot, settings):
+    def make(trace=None, command=None, **kw) -> MainWindow:
+        window = MainWindow(trace, settings=settings, runner=Runner(command=command), **kw)
+        qtbot.addWidget(window)
+        window.resize(1600, 1000)
+        window.show()
+        qtbot.waitExposed(window)
+        return window
+
+    return make
+
+
+@pytest.fixture
+def window(make_window):
+    return make_window()
+
+
+def _small_sizes(qtbot, window, size: int = 128) -> None:
+    """Switch the controls to size^3 and wait for that run to land."""
+    for name in "MNK":
+        window.controls.sizes[name].setValue(size)
+    qtbot.waitUntil(
+        lambda: window.session.trace.shape == (size,) * 3 and not window.runner.busy,
+        timeout=60_000,
+    )
+
+
+def _distinct_colours(widget) -> int:
+    image = widget.grab().toImage()
+    step = max(image.width() // 120, 1)
+    return len(
+        {
+            image.pixel(x, y)
+            for x in range(0, image.width(), step)
+            for y in range(0, image.height(), step)
+        }
+    )
+
+
+# -- start-up ----------------------------------------------------------------------------------
+def test_window_opens_with_a_trace_and_every_view_shows_it(window):
+    trace = window.session.trace
+    assert trace is not None and len(window.session.runs) == 1
+    if BUNDLED_TRACE.is_file():
+        assert "replay" in window.windowTitle() and "replay" in window.source_status.text()
+    else:
+        assert "simulated" in window.windowTitle()
+    for name, view in window.views.items():
+        assert view.isVisible() and view.width() > 200 and view.height() > 150, name
+        assert _distinct_colours(view) > 8, f"{name} view looks empty"
+    assert "t = " in window.playback.time_label.text()
+    assert window.explain.plain_text().strip()
+
+
+def test_a_simulated_trace_is_labelled_simulated(make_window):
+    window = make_window(simulate("tiled", 64, 64, 64, tile=16, pad=1, level=3))
+    assert "simulated" in window.windowTitle() and "replay" not in window.windowTitle()
+    assert "simulated" in window.source_status.text()
+
+
+# -- playback ----------------------------------------------------------------------------------
+def test_stepping_moves_block_states_as_the_trace_says(qtbot, window):
+    session, trace = window.session, window.session.trace
+    timeline = Timeline(trace)
+    block = int(trace.phase_blocks[len(trace.phase_blocks) // 2])
+    session.select_block(block)
+    session.set_playhead(int(trace.blocks["start"][block]) + 1)
+    window.activateWindow()
+    qtbot.waitActive(window)
+    for key, modifier, block_arg in (
+        (Qt.Key_Right, Qt.NoModifier, block),
+        (Qt.Key_Right, Qt.NoModifier, block),
+        (Qt.Key_Left, Qt.NoModifier, block),
+        (Qt.Key_Right, Qt.ShiftModifier, None),
+        (Qt.Key_Left, Qt.ShiftModifier, None),
+    ):
+        before = session.playhead_ns
+        expected = timeline.step(before, 1 if key == Qt.Key_Right else -1, block=block_arg)
+        qtbot.keyClick(window, key, modifier)
+        assert session.playhead_ns == expected != before
+        if block_arg is not None:  # the selected block itself changed phase
+            assert timeline.block_phase(block, before) != timeline.block_phase(block, expected)
+        shown = window.grid_view.image.image.ravel()
+        assert np.array_equal(shown, timeline.states(session.playhead_ns))
+
+
+def test_space_plays_and_pauses(qtbot, window):
+    window.activateWindow()
+    qtbot.waitActive(window)
+    window.session.set_playhead(0)
+    qtbot.keyClick(window, Qt.Key_Space)
+    assert window.playback.playing
+    qtbot.waitUntil(lambda: window.session.playhead_ns > 0, timeout=5_000)
+    qtbot.keyClick(window, Qt.Key_Space)
+    assert not window.playback.playing
+
+
+def test_the_slider_scrubs(window):
+    slider = window.playback.slider
+    slider.setValue(slider.maximum() // 2)
+    duration = window.session.trace.duration_ns
+    assert abs(window.session.playhead_ns - duration / 2) <= duration / 1000
+
+
+# -- runs --------------------------------------------------------------------------------------
+def test_changing_pad_reruns_and_adds_a_plot_point(qtbot, window):
+    _small_sizes(qtbot, window)
+    runs = len(window.session.runs)
+    pad = window.controls.pad
+    pad.setCurrentIndex(pad.findData(2))
+    qtbot.waitUntil(lambda: len(window.session.runs) == runs + 1, timeout=60_000)
+    trace = window.session.trace
+    assert trace.params["pad"] == 2 and trace.shape == (128, 128, 128)
+    assert dict(window.session.runs[-1].params)["pad"] == 2
+    assert "simulated" in window.windowTitle() and not window.error
+
+
+@pytest.mark.parametrize("command", [ABORTS, RAISES], ids=["abort", "raise"])
+def test_a_failing_worker_shows_an_error_and_the_window_survives(qtbot, make_window, command):
+    window = make_window(simulate("tiled", 128, 128, 128, tile=16, pad=0, level=3))
+    window.runner.set_command(command)
+    before, runs = window.session.trace, len(window.session.runs)
+    pad = window.controls.pad
+    pad.setCurrentIndex(pad.findData(1))
+    qtbot.waitUntil(lambda: bool(window.error), timeout=60_000)
+    assert not window.error_label.isHidden() and "Run failed" in window.error_label.text()
+    assert window.isVisible() and window.session.trace is before
+    assert len(window.session.runs) == runs and pad.currentData() == 1  # settings kept
+    window.runner.set_command(None)  # the next run gets a fresh, working worker
+    window.controls.request_run()
+    qtbot.waitUntil(lambda: window.session.trace is not before, timeout=60_000)
+    assert window.session.trace.params["pad"] == 1 and window.error_label.isHidden()
+
+
+def test_long_runs_show_progress_and_can_be_cancelled(qtbot, make_window):
+    window = make_window(simulate("tiled", 64, 64, 64, tile=16, level=3), command=SLOW)
+    before = window.session.trace
+    window.controls.request_run()
+    qtbot.waitUntil(lambda: window.progress_bar.isVisible(), timeout=5_000)
+    assert window.cancel_button.isVisible()
+    window.cancel_button.click()
+    assert not window.progress_bar.isVisible() and not window.runner.busy
+    assert window.session.trace is before and not window.error
+
+
+# -- files -------------------------------------------------------------------------------------
+def test_a_corrupt_file_shows_the_error_and_keeps_the_trace(window, tmp_path):
+    bad = tmp_path / "broken.mvz"
+    bad.write_bytes(b"PK\x03\x04 this is not a zip")
+    before = window.session.trace
+    assert window.open_file(bad) is False
+    assert not window.error_label.isHidden() and "broken.mvz" in window.error_label.text()
+    assert window.session.trace is before
+
+
+def test_save_open_and_recent_files(window, tmp_path):
+    path = tmp_path / "saved.mvz"
+    assert window.save_trace(path) and path.is_file()
+    other = tmp_path / "other.mvz"
+    save_trace(simulate("naive", 64, 64, 64, tile=8, level=1), other)
+    assert window.open_file(other)
+    assert window.session.trace.kernel == "naive" and not window.controls.pad.isEnabled()
+    assert window.recent_files()[:2] == [str(other.resolve()), str(path.resolve())]
+    path.unlink()
+    assert window.recent_files() == [str(other.resolve())]  # missing files are pruned
+
+
+# -- language ----------------------------------------------------------------------------------
+def test_language_switch_changes_visible_texts(qtbot, window):
+    assert window.file_menu.title() == "&File"
+    explained = window.explain.plain_text()
+    combo = window.explain.language
+    combo.setCurrentIndex(combo.findData("zh_CN"))
+    try:
+        assert i18n.current_language() == "zh_CN"
+        assert window.settings.value("language") == "zh_CN"
+        qtbot.waitUntil(lambda: window.file_menu.title() == "文件(&F)")
+        assert window.controls.run_button.text() == "运行"
+        assert window.playback.play_button.text() == "▶ 播放"
+        assert "– replay" not in window.windowTitle()
+        assert window.explain.plain_text() != explained
+    finally:
+        i18n.set_language("en")
+    qtbot.waitUntil(lambda: window.file_menu.title() == "&File")
+    assert combo.currentData() == "en"
+
+
+# -- the command line --------------------------------------------------------------------------
+def test_cli_refuses_a_missing_trace_before_any_window(capsys, tmp_path):
+    from matviz import cli
+
+    assert cli.main([str(tmp_path / "missing.mvz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("matviz: error:") and "missing.mvz" in err[0]
+    bad = tmp_path / "bad.mvz"
+    bad.write_text("nope")
+    assert cli.main([str(bad)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_other_commands_never_import_qt():
+    code = (
+        "import sys; from matviz import cli; cli.main(['kernels']); "
+        "print('QT' if 'PySide6' in sys.modules else 'NOQT')"
+    )
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert out.strip().splitlines()[-1] == "NOQT"
+
+
+def test_a_recorded_trace_says_replay_and_edits_survive_a_finishing_run(
+    qtbot, make_window, tmp_path
+):
+    from matviz.core.trace_io import load_trace
+
+    trace = simulate("tiled", 128, 128, 128, tile=32, pad=0, level=3)
+    trace.manifest["backend"] = "cuda"  # stands in for an H200 recording
+    path = tmp_path / "recorded.mvz"
+    save_trace(trace, path)
+    window = make_window(load_default=False)
+    assert window.open_file(path)
+    title = window.windowTitle()
+    assert "recorded on NVIDIA H200 – replay" in title and "simulated" not in title
+    assert "replay" in window.source_status.text()
+    assert window.controls.backend.currentData() in ("cuda", "sim")  # sim where CUDA is missing
+    # A run finishing while the user already edited the controls must not undo the edit.
+    window.controls.request_run()
+    qtbot.waitUntil(lambda: window.runner.busy)
+    tile = window.controls.tile
+    tile.setCurrentIndex(tile.findData(16))
+    window.runner.cancel()
+    window._run_finished(load_trace(path))
+    assert tile.currentData() == 16
+
+
+def test_colour_mode_from_the_view_menu(window):
+    window.color_actions["sm"].trigger()
+    assert window.session.color_mode == "sm"
+    window.session.set_color_mode("state")
+    assert window.color_actions["state"].isChecked()
+
+
+def test_cli_opens_the_window_on_a_trace_file(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtCore import QSettings as Settings
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from matviz import cli
+
+    Settings.setPath(Settings.NativeFormat, Settings.UserScope, str(tmp_path))  # no real config
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    path = tmp_path / "sim.mvz"
+    save_trace(simulate("tiled", 64, 64, 64, tile=16, pad=1, level=3), path)
+    seen = []
+
+    def check_and_close() -> None:
+        windows = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow)]
+        windows = [w for w in windows if w.isVisible()]
+        seen.extend(w.windowTitle() for w in windows)
+        for w in windows:
+            w.close()
+            w.deleteLater()
+        QApplication.quit()
+
+    QTimer.singleShot(0, check_and_close)
+    assert cli.main([str(path)]) == 0
+    assert len(seen) == 1 and "simulated" in seen[0] and "T16 P1 64×64×64" in seen[0]

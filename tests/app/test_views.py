@@ -1,0 +1,351 @@
+"""The five views: non-empty, linked through the Session, translatable, fast enough."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import time
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from matviz.app import i18n
+from matviz.app.session import Session
+from matviz.app.views import palette
+from matviz.app.views.banks_view import BanksView
+from matviz.app.views.grid_view import GridView
+from matviz.app.views.sm_lanes import BINS, SmLanesView
+from matviz.app.views.throughput_view import ThroughputView, peak_gflops
+from matviz.app.views.tiles_view import TilesView
+from matviz.backends.simulator import simulate
+from matviz.core.runs import RunPoint
+from matviz.core.timeline import BlockState
+
+VIEW_CLASSES = (GridView, SmLanesView, TilesView, BanksView, ThroughputView)
+VIEWS_DIR = Path(__file__).resolve().parents[2] / "matviz" / "app" / "views"
+
+
+@cache
+def sim(kernel: str = "tiled", size: int = 512, tile: int = 32, pad: int | None = 0, level=3):
+    """Simulated traces are deterministic: share them between tests (views never mutate)."""
+    if kernel == "naive":
+        pad = None
+    return simulate(kernel, size, size, size, tile=tile, pad=pad, level=level)
+
+
+@pytest.fixture
+def session() -> Session:
+    return Session()
+
+
+@pytest.fixture
+def views(qtbot, session) -> dict[type, object]:
+    out = {}
+    for cls in VIEW_CLASSES:
+        view = cls(session)
+        qtbot.addWidget(view)
+        view.resize(900, 600)
+        out[cls] = view
+    return out
+
+
+@pytest.fixture(autouse=True)
+def english():
+    yield
+    i18n.set_language("en")
+
+
+def uniform(image: np.ndarray) -> bool:
+    return bool(np.all(image == image.reshape(-1, *image.shape[2:])[0]))
+
+
+def mid(trace) -> int:
+    return trace.duration_ns // 3
+
+
+# -- empty, loaded, non-empty ------------------------------------------------------------------
+def test_placeholder_without_trace(views):
+    for view in views.values():
+        assert view.stack.currentIndex() == 0
+        assert view.placeholder.text() == "No trace loaded"
+
+
+def test_every_view_draws_a_trace(views, session):
+    trace = sim()
+    session.set_trace(trace)
+    session.set_playhead(mid(trace))
+    gx, gy = trace.grid
+    for view in views.values():
+        assert view.stack.currentIndex() == 1
+    grid = views[GridView].image.image
+    assert grid.shape == (gy, gx) and not uniform(grid)
+    lanes = views[SmLanesView]
+    assert lanes.image.image.shape == (lanes.n_rows, BINS) and not uniform(lanes.image.image)
+    assert lanes.n_rows == 132 * lanes.n_slots
+    tiles = views[TilesView]
+    assert tiles.images["As"].image.shape == (32, 32)
+    assert not uniform(tiles.images["A"].image) and not uniform(tiles.images["C"].image)
+    banks = views[BanksView]
+    assert banks.image.image is not None and not uniform(banks.image.image)
+    assert banks.sites.count() == len(trace.probe)
+    rate = views[ThroughputView].rate_curve.getData()[1]
+    assert len(rate) > 10 and rate.max() > 0
+
+
+def test_simulated_source_is_labelled(views, session):
+    session.set_trace(sim())
+    for cls in (GridView, SmLanesView, TilesView, BanksView, ThroughputView):
+        assert "simulated" in views[cls].title.text()
+
+
+# -- grid ------------------------------------------------------------------------------------
+def test_grid_colours_follow_the_playhead(views, session):
+    trace = sim()
+    session.set_trace(trace)
+    grid = views[GridView]
+    at_start = grid.image.image.copy()
+    assert (at_start != BlockState.DONE).all()
+    session.set_playhead(mid(trace))
+    assert not np.array_equal(at_start, grid.image.image)
+    assert (grid.image.image == BlockState.COMPUTING).any()
+    session.set_playhead(trace.duration_ns)
+    assert (grid.image.image == BlockState.DONE).all()
+    session.set_color_mode("sm")
+    gx, gy = trace.grid
+    assert np.array_equal(grid.image.image, trace.blocks["smid"].reshape(gy, gx) % 256)
+
+
+def test_grid_click_selects_a_block(qtbot, views, session):
+    trace = sim()
+    session.set_trace(trace)
+    grid = views[GridView]
+    gx, _ = trace.grid
+    grid.select_at(3.5, 2.5)  # the handler, in view coordinates
+    assert session.selected_block == 2 * gx + 3
+    assert grid.outline.rect().topLeft() == QPointF(3, 2)
+
+    grid.show()  # a real click through the scene
+    qtbot.waitExposed(grid)
+    qtbot.waitUntil(lambda: grid.viewbox.width() > 100)
+    scene_pos = grid.viewbox.mapViewToScene(QPointF(5.5, 7.5))
+    widget_pos = grid.plot.mapFromScene(scene_pos)
+    qtbot.mouseClick(grid.plot.viewport(), Qt.LeftButton, pos=widget_pos)
+    qtbot.waitUntil(lambda: session.selected_block == 7 * gx + 5)
+    assert "(5, 7)" in grid.describe(session.selected_block)
+
+
+# -- SM lanes --------------------------------------------------------------------------------
+def test_lanes_look_up_blocks_and_move_the_playhead(views, session):
+    trace = sim()
+    session.set_trace(trace)
+    lanes = views[SmLanesView]
+    b = trace.blocks
+    for block in (0, 17, len(b) - 1):
+        x_us = (b["start"][block] + b["end"][block]) / 2000.0
+        assert lanes.block_at(x_us, lanes.row[block] + 0.5) == block
+    assert lanes.wave.max() + 1 == -(-len(b) // lanes.n_rows)  # waves = ceil(blocks / slots)
+    lanes.playhead.setValue(20.0)  # a drag, in µs
+    assert session.playhead_ns == 20_000
+    session.set_playhead(10_000)
+    assert lanes.playhead.value() == pytest.approx(10.0)
+    text = lanes.describe(17)
+    assert f"SM {b['smid'][17]}" in text and "wave 1" in text
+    lanes.mode_box.setCurrentIndex(1)
+    assert lanes.mode == "progress" and not uniform(lanes.image.image)
+
+
+# -- tiles -----------------------------------------------------------------------------------
+def test_tiles_label_shared_memory(views, session):
+    trace = sim("tiled", 512, 32, 1)
+    session.set_trace(trace)
+    tiles = views[TilesView]
+    gx = trace.grid[0]
+    block = 3 * gx + 5  # bx 5, by 3
+    session.select_block(block)
+    t = int(trace.blocks["start"][block] + trace.blocks["end"][block]) // 2
+    session.set_playhead(t)
+    _, ktile = tiles.timeline.block_phase(block, t)
+    assert ktile >= 0 and tiles.ktile == ktile
+    assert tiles.images["As"].image.shape == (32, 33)
+    assert (tiles.images["As"].image[:, 32] == 2).all()  # the pad column
+    assert tiles.element("As", 1, 2) == f"A[{3 * 32 + 1},{ktile * 32 + 2}]"
+    assert tiles.element("Bs", 1, 2) == f"B[{ktile * 32 + 1},{5 * 32 + 2}]"
+    assert tiles.images["A"].image[3, ktile] == 3 and tiles.images["B"].image[ktile, 5] == 3
+    assert "never read" in tiles.caption.text()
+
+
+def test_tiles_transposed_and_edge_blocks(views, session):
+    trace = simulate("tiled_transposed", 100, 100, 100, tile=32, pad=0, level=3)
+    session.set_trace(trace)
+    tiles = views[TilesView]
+    gx, gy = trace.grid
+    session.select_block(gx * gy - 1)  # bottom-right edge block: rows 96..127
+    tiles._update()
+    kt = max(tiles.ktile, 0)
+    assert tiles.element("As", 2, 1) == f"A[97,{kt * 32 + 2}]"  # As[k][m] = A[row0 + m, k0 + k]
+    assert tiles.element("As", 0, 5) == "0"  # A row 101 does not exist
+    assert tiles.smem_texts["Bs"][0][10] == "0"  # B column 106 does not exist
+    assert (tiles.images["As"].image == 1).any()
+
+
+# -- banks -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("pad", "degree"), [(0, 32), (1, 1)])
+def test_banks_transposed_store_conflict(views, session, pad, degree):
+    session.set_trace(sim("tiled_transposed", 256, 32, pad))
+    banks = views[BanksView]
+    assert session.trace.probe[session.probe_row]["site"] == "st_As"
+    assert banks.conflict_degree == degree
+    assert banks.wavefronts == degree and banks.ideal_wavefronts == 1
+    assert int((banks.image.image > 0).sum(axis=0).max()) == degree  # column height
+
+
+def test_banks_site_selector_drives_the_session(views, session):
+    session.set_trace(sim("tiled_transposed", 256, 32, 0))
+    banks = views[BanksView]
+    assert "st_As" in banks.sites.itemText(0) and "32-way" in banks.sites.itemText(0)
+    banks.sites.setCurrentIndex(2)  # ld_As k=0: all lanes of warp 0 read different words
+    assert session.probe_row == 2
+    assert "ld_As k=0" in banks.sites.itemText(2)
+    session.set_probe_row(1)  # st_Bs: conflict-free
+    assert banks.sites.currentIndex() == 1 and banks.conflict_degree == 1
+
+
+# -- throughput ------------------------------------------------------------------------------
+def test_throughput_gains_a_point_per_run(views, session):
+    view = views[ThroughputView]
+    trace = sim()
+    session.set_trace(trace)
+    assert len(view.scatter["sim"].data) == 0
+    session.add_run(RunPoint.from_trace(trace))
+    assert len(view.scatter["sim"].data) == 1
+    session.add_run(RunPoint.from_trace(sim("naive", 512, 32)))
+    assert len(view.scatter["sim"].data) == 2
+    ticks = view.runs_plot.getAxis("bottom")._tickLevels[0]
+    assert len(ticks) == 2 and "(sim)" in ticks[1][1]
+    assert view.cublas_line.value() == pytest.approx(trace.manifest["stats"]["cublas_gflops"])
+    assert peak_gflops(trace.manifest["device"])[0] == pytest.approx(66908.16)
+    assert view.peak_line.value() == pytest.approx(66908.16)
+    session.set_playhead(mid(trace))
+    assert view.playhead.value() == pytest.approx(mid(trace) / 1000)
+
+
+def test_flop_rate_of_a_sampled_trace_keeps_the_total(monkeypatch):
+    import matviz.app.views.throughput_view as tv
+    from matviz.core import metrics
+
+    trace = sim("tiled", 1024)
+    monkeypatch.setattr(tv, "RATE_MARKS", trace.issue.size // 8)
+    light = tv.rate_trace(trace)
+    assert len(light.phase_blocks) == -(-len(trace.phase_blocks) // 8)
+    # Sampling only kicks in for traces whose bins span many k-tiles; compare in that regime.
+    full, sampled = metrics.flop_rate(trace, bins=10)[1], metrics.flop_rate(light, bins=10)[1]
+    assert sampled.sum() == pytest.approx(full.sum())
+    assert np.abs(sampled - full).max() < 0.05 * full.max()
+
+
+# -- robustness, language --------------------------------------------------------------------
+def test_views_survive_a_naive_trace(views, session):
+    session.set_trace(sim())
+    session.select_block(5)
+    naive = sim("naive", 512, 32, level=3)
+    assert len(naive.phase_blocks) == 0 and len(naive.probe) == 0
+    session.set_trace(naive)
+    session.set_playhead(mid(naive))
+    assert views[BanksView].stack.currentIndex() == 0
+    assert "no shared memory" in views[BanksView].placeholder.text()
+    assert not views[TilesView].no_smem.isHidden()
+    grid = views[GridView].image.image
+    assert (grid == BlockState.RUNNING).any()
+    session.set_trace(sim("tiled", 512, 32, 0, level=1))  # phases but no probe
+    assert "level 3" in views[BanksView].placeholder.text()
+
+
+def visible_text(view) -> str:
+    if view.stack.currentIndex() == 0:
+        return view.placeholder.text()
+    if isinstance(view, (SmLanesView,)):
+        return view.mode_box.itemText(0) + view.caption.text()
+    if isinstance(view, ThroughputView):
+        return view.runs_plot.titleLabel.text
+    return view.title.text()
+
+
+@pytest.mark.parametrize("loaded", [False, True])
+def test_language_switch_changes_labels(qtbot, views, session, loaded):
+    if loaded:
+        session.set_trace(sim())
+    before = {cls: visible_text(v) for cls, v in views.items()}
+    i18n.set_language("zh_CN")
+    for cls, view in views.items():
+        qtbot.waitUntil(lambda v=view, c=cls: visible_text(v) != before[c])
+    i18n.set_language("en")
+    for cls, view in views.items():
+        qtbot.waitUntil(lambda v=view, c=cls: visible_text(v) == before[c])
+
+
+def test_every_view_string_is_translated():
+    table = json.loads((i18n.I18N_DIR / "zh_CN_views.json").read_text(encoding="utf-8"))
+    used = set(palette.STATE_NAMES.values())
+    for path in VIEWS_DIR.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr":
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant):
+                    used.add(arg.value)
+    missing = sorted(used - set(table))
+    assert not missing, f"add to zh_CN_views.json: {missing}"
+    fields = re.compile(r"\{[^}]*\}")
+    for source in used:
+        assert sorted(fields.findall(source)) == sorted(fields.findall(table[source])), source
+
+
+# -- speed -----------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_playback_speed_4096(qtbot, views, session):
+    trace = simulate("tiled", 4096, 4096, 4096, tile=32, pad=0, level=3)
+    t0 = time.perf_counter()
+    session.set_trace(trace)
+    load_s = time.perf_counter() - t0
+    for view in views.values():
+        view.show()
+        qtbot.waitExposed(view)
+    times = np.linspace(0, trace.duration_ns, 61).astype(np.int64)[1:]
+
+    t0 = time.perf_counter()
+    for t in times:  # the views' own work per frame
+        session.set_playhead(int(t))
+    update_fps = len(times) / (time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    for t in times[::-1]:  # and with every view rendered each frame
+        session.set_playhead(int(t))
+        for view in views.values():
+            view.grab()
+    render_fps = len(times) / (time.perf_counter() - t0)
+    print(
+        f"\n4096^3 T=32 ({len(trace.blocks)} blocks, 5 views at 900x600): set_trace {load_s:.2f} s,"
+        f" updates {update_fps:.0f} fps, updates + rendering {render_fps:.1f} fps"
+    )
+    assert render_fps > 10
+
+
+@pytest.mark.slow
+def test_lanes_with_65536_blocks(qtbot, session):
+    trace = simulate("tiled", 4096, 4096, 4096, tile=16, pad=0, level=1)
+    assert len(trace.blocks) == 65536
+    lanes = SmLanesView(session)
+    qtbot.addWidget(lanes)
+    t0 = time.perf_counter()
+    session.set_trace(trace)
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for block in range(0, 65536, 655):
+        x_us = (trace.blocks["start"][block] + trace.blocks["end"][block]) / 2000.0
+        assert lanes.block_at(x_us, lanes.row[block] + 0.5) == block
+    look_ms = (time.perf_counter() - t0) * 1000 / 101
+    print(f"\nlanes, 65536 blocks: set_trace {load_s:.2f} s, hover look-up {look_ms:.2f} ms")
+    assert load_s < 10 and look_ms < 20

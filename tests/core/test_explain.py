@@ -1,0 +1,269 @@
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import string
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from matviz.backends.simulator import simulate
+from matviz.core import banks
+from matviz.core.explain import TEMPLATES, Explanation, explain, fmt_ns, trace_facts
+from matviz.core.timeline import BlockState, Timeline
+
+ZH_PATH = Path(__file__).resolve().parents[2] / "resources" / "i18n" / "zh_CN_explain.json"
+
+
+def fields(text: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+
+
+@pytest.fixture(scope="module")
+def sim():
+    trace = simulate("tiled", 256, 256, 256, tile=16, pad=0, level=3)
+    return trace, Timeline(trace)
+
+
+def time_in_state(timeline: Timeline, block: int, state: BlockState) -> int:
+    """A time at which ``block`` is in ``state`` (the middle of its first such stretch)."""
+    bounds = np.concatenate([timeline.boundaries(block), [timeline.duration]])
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        t = int((lo + hi) // 2)
+        if timeline.block_phase(block, t)[0] == state:
+            return t
+    raise AssertionError(f"block {block} is never {state.name}")
+
+
+# -- translations ---------------------------------------------------------------------------
+def test_templates_are_unique_strings():
+    assert len(TEMPLATES) == len(set(TEMPLATES)) > 40
+    assert all(isinstance(t, str) and t for t in TEMPLATES)
+
+
+def test_every_template_has_a_chinese_translation_with_the_same_placeholders():
+    table = json.loads(ZH_PATH.read_text(encoding="utf-8"))
+    assert set(table) == set(TEMPLATES)
+    for source in TEMPLATES:
+        target = table[source]
+        assert fields(target) == fields(source), source
+        if fields(source) or len(source) > 3:
+            assert re.search(r"[\u4e00-\u9fff]", target), source
+
+
+def test_every_string_goes_through_tr(sim):
+    trace, tl = sim
+    seen: list[str] = []
+
+    def tr(text: str) -> str:
+        seen.append(text)
+        return text
+
+    block = int(trace.warp_blocks[3])
+    for state in (BlockState.LOADING, BlockState.AT_BARRIER, BlockState.COMPUTING):
+        explain(trace, tl, block, time_in_state(tl, block, state), tr=tr)
+    explain(trace, tl, block, trace.duration_ns, tr=tr)
+    trace_facts(trace, tr=tr)
+    assert seen and set(seen) <= set(TEMPLATES)
+
+
+def test_chinese_explanation_keeps_the_numbers(sim):
+    trace, tl = sim
+    table = json.loads(ZH_PATH.read_text(encoding="utf-8"))
+    block = int(trace.warp_blocks[2])
+    t = time_in_state(tl, block, BlockState.LOADING)
+    zh = explain(trace, tl, block, t, tr=lambda s: table.get(s, s))
+    en = explain(trace, tl, block, t)
+    sm = int(trace.blocks["smid"][block])
+    assert "线程块" in zh.title and "共享内存" in zh.body and "第八课" in zh.concept
+    assert f"SM {sm}" in zh.body and "512" in zh.body and "4096" in zh.body
+    assert zh.numbers == en.numbers
+    assert "。 " not in zh.body  # Chinese sentences join without a space
+    facts = trace_facts(trace, tr=lambda s: table.get(s, s))
+    assert any("模拟" in f for f in facts)
+
+
+# -- explanations ------------------------------------------------------------------------------
+def test_explanation_is_frozen(sim):
+    trace, tl = sim
+    e = explain(trace, tl, 0, 100)
+    assert isinstance(e, Explanation)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.title = "x"  # type: ignore[misc]
+
+
+def test_loading_names_sm_ktile_and_reuse_numbers(sim):
+    trace, tl = sim
+    block = 37
+    t = time_in_state(tl, block, BlockState.LOADING)
+    e = explain(trace, tl, block, t)
+    state, k = tl.block_phase(block, t)
+    sm = int(trace.blocks["smid"][block])
+    bx, by = int(trace.blocks["bx"][block]), int(trace.blocks["by"][block])
+    assert f"({bx}, {by})" in e.title and f"t = {k}" in e.title
+    assert f"SM {sm}" in e.body and f"t = {k} of {trace.n_tiles}" in e.body
+    assert "256 threads" in e.body and "__syncthreads" in e.body
+    assert "512 floats" in e.body and "4096 FMAs" in e.body  # lesson §13 at T = 16
+    assert "§11" in e.concept
+    assert e.numbers["sm"] == sm and e.numbers["ktile"] == k and e.numbers["state"] == "loading"
+    assert e.numbers["loads_per_tile"] == 512 and e.numbers["fmas_per_tile"] == 4096
+    begin, end = tl.phase_span(block, t)
+    assert e.numbers["phase_ns"] == end - begin > 0
+    assert fmt_ns(end - begin) in e.body
+    gb = trace.manifest["global_bytes"]
+    assert e.numbers["global_bytes"] == gb["issued"] and e.numbers["formula_bytes"] == gb["formula"]
+    assert "8.39 MB" in e.body  # 2mnk/16 x 4 B for 256^3
+    assert "edge" not in e.body  # 256 is a multiple of 16
+
+
+def test_computing_mentions_register_and_second_barrier(sim):
+    trace, tl = sim
+    block = 5
+    t = time_in_state(tl, block, BlockState.COMPUTING)
+    e = explain(trace, tl, block, t)
+    assert "16 products" in e.body and "register" in e.body and "second __syncthreads" in e.body
+    assert "§12" in e.concept
+
+
+@pytest.mark.parametrize("barrier", [1, 2])
+def test_at_barrier_names_the_slowest_warp(sim, barrier):
+    trace, tl = sim
+    block = int(trace.warp_blocks[5])
+    row = tl.phase_row(block)
+    found = None
+    for k in range(trace.n_tiles):  # a barrier where the warps did not all wait the same
+        release = trace.loaded[row, k] if barrier == 1 else trace.computed[row, k]
+        waits = tl.waits_at(block, k)[:, barrier - 1]
+        if waits.max() > waits.min() and waits.max() >= 2:
+            found = k, int(release) - 1, waits
+            break
+    assert found is not None
+    k, t, waits = found
+    assert tl.block_phase(block, t) == (BlockState.AT_BARRIER, k)
+    e = explain(trace, tl, block, t)
+    slow = int(np.argmin(waits))
+    assert f"warp {slow}" in e.body and fmt_ns(waits.max()) in e.body
+    assert ("first" if barrier == 1 else "second") + " __syncthreads" in e.body
+    assert e.numbers["slowest_warp"] == slow and e.numbers["barrier"] == barrier
+    assert e.numbers["max_wait_ns"] == int(waits.max())
+    assert f"§1{barrier}" in e.concept
+
+
+def test_waiting_gives_wave_and_occupancy():
+    trace = simulate("tiled", 2048, 2048, 64, tile=32, level=1)  # several waves
+    tl = Timeline(trace)
+    block = len(trace.blocks) - 1
+    e = explain(trace, tl, block, 0)
+    occ = trace.manifest["occupancy"]
+    resident = tl.max_resident
+    wave, waves = block // resident + 1, -(-len(trace.blocks) // resident)
+    assert wave > 1
+    assert f"wave {wave} of {waves}" in e.body
+    assert f"at most {occ['blocks_per_sm']} blocks" in e.body
+    assert e.numbers["wave"] == wave and e.numbers["blocks_per_sm"] == occ["blocks_per_sm"]
+    assert e.numbers["state"] == "waiting" and "§17" in e.concept
+
+
+def test_done_and_epilogue_and_prologue(sim):
+    trace, tl = sim
+    e = explain(trace, tl, 3, trace.duration_ns)
+    assert e.numbers["state"] == "done" and "once" in e.body
+    row = tl.phase_row(3)
+    start = int(trace.blocks["start"][3])
+    pro = explain(trace, tl, 3, (start + int(trace.issue[row, 0])) // 2)
+    assert "row and column" in pro.body and "§3" in pro.concept
+    epi = explain(trace, tl, 3, int(trace.computed[row, -1]))
+    assert "writes its sum" in epi.body and epi.title.endswith("writing C")
+
+
+def test_sampled_out_block_says_so():
+    trace = simulate("tiled", 256, 256, 256, tile=16, level=2, budget_bytes=50_000)
+    tl = Timeline(trace)
+    block = next(b for b in range(len(trace.blocks)) if tl.phase_row(b) is None)
+    t = int(trace.blocks["start"][block] + trace.blocks["end"][block]) // 2
+    e = explain(trace, tl, block, t)
+    every = trace.manifest["sampling"]["phase_every"]
+    assert e.numbers["state"] == "running" and f"one block in {every}" in e.body
+
+
+def test_block_of_a_trace_without_phases():
+    trace = simulate("tiled", 256, 256, 256, tile=16, level=1)
+    tl = Timeline(trace)
+    t = int(trace.blocks["start"][9] + trace.blocks["end"][9]) // 2
+    e = explain(trace, tl, 9, t)
+    assert e.numbers["state"] == "running" and "level 2" in e.body and "one block in" not in e.body
+
+
+def test_naive_kernel_reads_global_memory():
+    trace = simulate("naive", 100, 64, 48, tile=16, level=1)
+    tl = Timeline(trace)
+    block = len(trace.blocks) - 1  # by = 6 holds rows 96..111: only 4 inside M = 100
+    t = int(trace.blocks["start"][block] + trace.blocks["end"][block]) // 2
+    e = explain(trace, tl, block, t)
+    assert "2·K = 96 loads" in e.body and "global memory" in e.body
+    assert "only 4 of its 16 rows" in e.body and "(row < M && col < N)" in e.body
+    assert "§4-5" in e.concept
+
+
+def test_edge_block_sentence():
+    trace = simulate("tiled", 250, 300, 260, tile=16, level=2)
+    tl = Timeline(trace)
+    gx, gy = trace.grid
+    corner = trace.block_index(gx - 1, gy - 1)
+    e = explain(trace, tl, corner, 0)
+    assert "only 10 of its 16 rows" in e.body and "only 12 of its 16 columns" in e.body
+    assert "only 4 of 16 values of K = 260" in e.body and "as 0" in e.body and "§26" in e.body
+    inner = explain(trace, tl, 0, 0)
+    assert "rows lie inside" not in inner.body and "values of K = 260" in inner.body
+
+
+def test_conftest_traces_without_optional_manifest_keys(make_trace):
+    trace = make_trace(warps=True, probe=True)
+    tl = Timeline(trace)
+    for block in range(len(trace.blocks)):
+        for t in tl.boundaries(block):
+            e = explain(trace, tl, block, int(t))
+            assert e.title and e.body and e.concept
+    assert any(
+        explain(trace, tl, 0, int(t)).numbers["state"] == "at_barrier" for t in tl.boundaries(0)
+    )
+    with pytest.raises(IndexError):
+        explain(trace, tl, len(trace.blocks), 0)
+
+
+# -- facts -----------------------------------------------------------------------------------
+def test_facts_of_a_simulated_trace(sim):
+    trace, _ = sim
+    facts = trace_facts(trace)
+    text = " ".join(facts)
+    stats = trace.manifest["stats"]
+    assert "simulated" in text.lower()
+    assert (
+        f"{stats['gflops']:.1f} GFLOP/s" in text and f"{stats['pct_cublas']:.1f}% of cuBLAS" in text
+    )
+    occ = trace.manifest["occupancy"]
+    assert f"{occ['blocks_per_sm']} blocks fit on one SM" in text and "registers per SM" in text
+    assert "2.05 KB of shared memory" in text  # 2 x 16 x 16 x 4 B
+    assert "free of bank conflicts" in text  # tiled, PAD 0: the probe's loads broadcast
+
+
+def test_facts_show_padding_and_the_worst_conflict():
+    trace = simulate("tiled_transposed", 128, 128, 128, tile=32, pad=0, level=3)
+    worst = int(banks.conflict_degree(trace.probe["offsets"], 4).max())
+    text = " ".join(trace_facts(trace))
+    assert worst > 1 and f"{worst}-way" in text
+    padded = " ".join(trace_facts(simulate("tiled", 128, 128, 128, tile=32, pad=1, level=3)))
+    assert "(32 + 1)" in padded and "256 B is padding" in padded
+
+
+def test_facts_of_a_recorded_trace(make_trace):
+    trace = make_trace(probe=True)
+    trace.manifest["backend"] = "cuda"
+    text = " ".join(trace_facts(trace))
+    assert "simulated" not in text.lower() and "Recorded on Test GPU" in text
+    assert "6 waves" in text  # 12 blocks, 2 at a time
+    naive = simulate("naive", 64, 64, 64, tile=16, level=1)
+    assert any("no shared memory" in f for f in trace_facts(naive))
+    assert fmt_ns(512) == "512 ns" and fmt_ns(12_345) == "12.35 µs"
