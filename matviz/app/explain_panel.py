@@ -13,7 +13,6 @@ from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget
 
 from matviz.app.i18n import LANGUAGES, current_language, set_language, tr
-from matviz.app.playback import timeline_for
 from matviz.app.session import Session
 from matviz.core.explain import explain, trace_facts
 
@@ -64,7 +63,7 @@ class ExplainPanel(QWidget):
             self._set_html(f"<p>{html.escape(tr('Open a trace or start a run.'))}</p>")
             return
         block = self.session.selected_block
-        ex = explain(trace, timeline_for(trace), block, self.session.playhead_ns, tr=tr)
+        ex = explain(trace, self.session.timeline, block, self.session.playhead_ns, tr=tr)
         parts = [f"<h3>{html.escape(ex.title)}</h3>"]
         parts += [f"<p>{html.escape(p)}</p>" for p in str(ex.body).split("\n\n") if p.strip()]
         if ex.concept:

@@ -14,24 +14,11 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QToolButt
 
 from matviz.app.i18n import tr
 from matviz.app.session import Session
-from matviz.core.timeline import Timeline
-from matviz.core.trace import Trace
 
 PLAY_SECONDS = 10.0  # 1x plays the whole kernel in this many seconds
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 FRAME_MS = 16  # ~60 fps
 SLIDER_STEPS = 100_000
-
-_cached: tuple[Trace, Timeline] | None = None
-
-
-def timeline_for(trace: Trace) -> Timeline:
-    """The Timeline of ``trace``, built once and shared by the panels that need it."""
-    global _cached
-    if _cached is None or _cached[0] is not trace:
-        _cached = (trace, Timeline(trace))
-    return _cached[1]
-
 
 def format_time(ns: float, duration_ns: float) -> str:
     """``ns`` in the unit that suits the whole kernel: µs below 10 ms, else ms."""
@@ -73,15 +60,16 @@ class PlaybackBar(QWidget):
             self.speed.addItem(f"{speed:g}x", speed)
         self.speed.setCurrentIndex(SPEEDS.index(1.0))
 
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(6, 2, 6, 2)
-        for widget in (
+        self._buttons = (
             self.play_button,
             self.prev_global,
             self.prev_block,
             self.next_block,
             self.next_global,
-        ):
+        )
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(6, 2, 6, 2)
+        for widget in self._buttons:
             layout.addWidget(widget)
         layout.addWidget(self.slider, 1)
         layout.addWidget(self.time_label)
@@ -146,7 +134,7 @@ class PlaybackBar(QWidget):
             return
         self.pause()
         block = None if whole_grid else self.session.selected_block
-        t = timeline_for(trace).step(self.session.playhead_ns, direction, block=block)
+        t = self.session.timeline.step(self.session.playhead_ns, direction, block=block)
         self.session.set_playhead(int(t))
 
     # -- internals -------------------------------------------------------------------------
@@ -165,15 +153,7 @@ class PlaybackBar(QWidget):
     def _trace_changed(self) -> None:
         trace = self.session.trace
         enabled = trace is not None and trace.duration_ns > 0
-        for widget in (
-            self.play_button,
-            self.prev_global,
-            self.prev_block,
-            self.next_block,
-            self.next_global,
-            self.slider,
-            self.speed,
-        ):
+        for widget in (*self._buttons, self.slider, self.speed):
             widget.setEnabled(enabled)
         self._t = float(self.session.playhead_ns)
         self._show_playhead(self.session.playhead_ns)

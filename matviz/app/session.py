@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from matviz.core.runs import RunPoint
+from matviz.core.timeline import Timeline
 from matviz.core.trace import Trace
 
 COLOR_MODES = ("state", "sm")
@@ -25,6 +26,7 @@ class Session(QObject):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.trace: Trace | None = None
+        self.timeline: Timeline | None = None  # derived once per trace, shared by every view
         self.source_label = ""
         self.playhead_ns = 0
         self.selected_block = 0
@@ -34,6 +36,7 @@ class Session(QObject):
 
     def set_trace(self, trace: Trace, source_label: str = "") -> None:
         self.trace = trace
+        self.timeline = Timeline(trace)
         self.source_label = source_label or trace.provenance
         self.playhead_ns = 0
         self.selected_block = min(self.selected_block, len(trace.blocks) - 1)

@@ -65,7 +65,7 @@ class GridView(QWidget):
     def refresh(self) -> None:
         """Rebuild everything for the session's current trace (precomputes per-trace data)."""
         trace = self.session.trace
-        self.timeline = Timeline(trace) if trace is not None else None
+        self.timeline = self.session.timeline
         if trace is None:
             self._sm_codes = None
             self.image.clear()

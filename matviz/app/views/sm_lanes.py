@@ -78,7 +78,7 @@ class SmLanesView(QWidget):
     # -- per-trace precomputation ------------------------------------------------------------
     def refresh(self) -> None:
         trace = self.session.trace
-        self.timeline = Timeline(trace) if trace is not None else None
+        self.timeline = self.session.timeline
         self._cells = None
         if trace is None:
             self.image.clear()

@@ -119,7 +119,7 @@ class TilesView(QWidget):
     # -- session -> view ---------------------------------------------------------------------
     def refresh(self) -> None:
         trace = self.session.trace
-        self.timeline = Timeline(trace) if trace is not None else None
+        self.timeline = self.session.timeline
         self._drawn = None  # force a redraw
         if trace is not None:
             gx, gy = trace.grid

@@ -1,0 +1,58 @@
+"""Regenerate the README's benchmark table from a saved kernel benchmark (never typed by hand).
+
+python -m matviz.bench.kernels --json resources/bench/h200_kernels_4096.json   # on a GPU
+python -m matviz.bench.readme_table resources/bench/h200_kernels_4096.json     # anywhere
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def table(rows: list[dict], source: str) -> str:
+    lines = [
+        "| kernel | T | pad | GFLOP/s | % of cuBLAS | level-1 overhead | level-2 overhead "
+        "| level-2, every 4th block | %globaltimer span / event | rel. error |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['kernel']} | {r['tile']} | {r.get('pad', '-')} | {r['gflops']:.0f} "
+            f"| {r['pct_cublas']:.1f} | {r['overhead_l1_pct']:+.2f}% "
+            f"| {r['overhead_l2_pct']:+.2f}% "
+            f"| {r['overhead_l2s4_pct']:+.2f}% | {r['span_vs_event_l1']:.4f} "
+            f"| {r['rel_error']:.1e} |"
+        )
+    size = rows[0]["size"]
+    lines.append("")
+    blas = [r["cublas_gflops"] for r in rows]
+    lines.append(
+        f"{size}³ fp32 on one NVIDIA H200, cuBLAS {min(blas):.0f}-{max(blas):.0f} GFLOP/s in the "
+        "same runs; medians of CUDA-event times, level-0 and instrumented builds interleaved in "
+        f"one process. Source: `{source}`."
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("bench_json", type=Path)
+    args = parser.parse_args()
+    rows = json.loads(args.bench_json.read_text())
+    text = README.read_text()
+    block = f"{START}\n{table(rows, args.bench_json.as_posix())}\n{END}"
+    new, count = re.subn(re.escape(START) + ".*?" + re.escape(END), block, text, flags=re.S)
+    if count != 1:
+        raise SystemExit(f"README.md needs exactly one {START} ... {END} section")
+    README.write_text(new)
+    print(f"updated {README}")
+
+
+if __name__ == "__main__":
+    main()
