@@ -18,8 +18,10 @@ import numpy as np
 import matviz
 from matviz.backends import trace_decode
 from matviz.backends.cuda_status import _one_line
+from matviz.backends.devices import load_device
 from matviz.core import catalog, sampling
 from matviz.core.compile_report import defines
+from matviz.core.occupancy import occupancy_dict
 from matviz.core.trace import SCHEMA_VERSION, Trace
 from matviz.errors import MatvizError
 
@@ -255,6 +257,7 @@ class Recorder:
         rel_error = self._check_output(C, "the kernel")
 
         instr = compiled_kernel(self.spec.name, key, timeline_level)
+        self.registers = {"level_0": plain.num_regs, f"level_{timeline_level}": instr.num_regs}
         buf = self._trace_buffers()
         args = self._trace_args(buf)
         for _ in range(self.opts.warmup):
@@ -363,6 +366,26 @@ class Recorder:
             stats.update(instrumented_ms_median=instr, overhead_pct=100.0 * (instr / med - 1.0))
         return stats
 
+    def _occupancy(self) -> dict:
+        """Occupancy of the plain build, from this GPU's limits and its real register count."""
+        limits = load_device("h200")  # allocation granularities; the limits come from the GPU
+        limits.update(
+            name=self.device["name"],
+            sm_count=self.device["sm_count"],
+            max_threads_per_sm=self.device["max_threads_per_sm"],
+            smem_per_sm=self.device["smem_per_sm"],
+            regs_per_sm=self.device["regs_per_sm"],
+        )
+        return occupancy_dict(
+            self.spec,
+            self.params,
+            self.M,
+            self.N,
+            self.K,
+            limits,
+            registers=self.registers["level_0"],
+        )
+
     def _manifest(self, stats: dict, buf: dict) -> dict:
         g, level = self.geometry, self.opts.level
         sampling_info: dict = {
@@ -411,12 +434,14 @@ class Recorder:
                 "block": list(g.block),
                 "threads": g.threads,
                 "warps": g.warps_per_block,
+                "registers": self.registers,
                 "smem_bytes": g.smem_bytes,
                 "n_tiles": g.n_tiles,
             },
             "sampling": sampling_info,
             "software": software_versions(),
             "stats": stats,
+            "occupancy": self._occupancy(),
             "flops": self.spec.flops(self.M, self.N, self.K),
             "global_bytes": {
                 "formula": self.spec.predicted_global_bytes(self.params, self.M, self.N, self.K),

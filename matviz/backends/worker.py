@@ -95,7 +95,19 @@ def handle(job: Any) -> dict[str, Any]:
     return {"ok": True, "out": str(job["out"]), "gflops": float(trace.manifest["stats"]["gflops"])}
 
 
+def warm_up_cuda() -> None:
+    """Import CuPy and create the CUDA context before the job arrives (a pre-started worker
+    then answers a GPU job without that second or so); silently nothing without a GPU."""
+    from matviz.backends.cuda_status import cuda_status
+
+    if cuda_status()[0]:
+        import cupy
+
+        cupy.zeros(1).sum()
+
+
 def main() -> int:
+    warm_up_cuda()
     try:
         job = json.loads(sys.stdin.read())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

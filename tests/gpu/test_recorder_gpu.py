@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
+from matviz.core import metrics
 from matviz.core.catalog import CATALOG
 from matviz.core.trace_io import load_trace, save_trace
 
@@ -65,6 +66,10 @@ def test_trace_integrity(kernel, tmp_path):
     assert blocks["start"].min() == 0
     assert np.all(blocks["end"] >= blocks["start"])
     assert blocks["smid"].max() < trace.manifest["device"]["sm_count"]
+    # the occupancy model, fed the compiled register count, predicts the residency seen
+    occ = trace.manifest["occupancy"]
+    assert metrics.max_resident(trace) == min(occ["resident_blocks"], geometry.n_blocks)
+    assert metrics.waves(trace) == occ["waves"]
     if geometry.n_tiles:
         issue, loaded, computed = trace.issue, trace.loaded, trace.computed
         assert np.all(issue <= loaded) and np.all(loaded <= computed)

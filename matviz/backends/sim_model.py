@@ -1,0 +1,235 @@
+"""The simulator's per-block timing model: what one block of a configuration costs, and its jitter.
+
+Two numbers per block drive the schedule (``matviz.backends.sim_schedule``), both from the
+device file's ``model`` constants:
+
+* ``alone_ns`` (D): how long the block takes when it has the SM's pipes to itself, the latency
+  path: ``block_prologue_ns`` + per k-tile [``load_latency_ns`` + G + S + the k loop + 2
+  barriers + the barrier skews] + ``block_epilogue_ns``, where
+  G = the tile's A and B bytes at the SM's share of the copy bandwidth x ``bandwidth_scale``
+  (tiles mostly hit L2), S = its shared stores: bank wavefronts (``banks.wavefronts`` over every
+  warp's ``access_records``) x ``store_cycles_per_wavefront``, and the k loop = max(W, T x
+  ``k_step_latency_cycles``): a block of few warps cannot hide the latency of its dependent
+  shared-load -> FMA chain.
+* ``throughput_ns`` (X): SM time the block uses up when the SM is saturated: per k-tile the
+  smooth maximum (``overlap_sharpness``) of the shared-memory/FMA pipes, W + S, and the memory
+  pipe, G. W = T^3 FMAs over the SM's FP32 rate x ``inner_loop_efficiency`` (1/8 from first
+  principles: every FFMA of a warp needs two LDS wavefronts and the SM serves one a clock), x the
+  load sites' cost factor: bank wavefronts over the ideal count, with the ``ld_As`` site at
+  ``lds128_site_cost`` per 16-byte vector load (sqrt of it per 8-byte one) where the access model
+  shows the compiler can vectorise it (PAD 0 or 4: LDS.128), + ``tile_overhead_cycles`` per warp.
+
+Barriers wait for the slowest warp: per-warp skews are exponential (``load_skew_ns``,
+``compute_skew_frac`` x the k loop) and a barrier passes at their maximum + ``barrier_ns``.
+Naive kernel (no tiles): K FMAs and 2K loads per thread; the loads share the copy bandwidth x
+``naive_reuse`` over the resident blocks, + ``naive_latency_ns``; its blocks share the SM evenly
+(D = b X: no recording shows how the hardware prioritises them).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from matviz.core import access, banks
+from matviz.core.occupancy import Occupancy
+
+FLOAT_BYTES = 4
+# Constants newer than some device files: their defaults when a file lacks them.
+MODEL_DEFAULTS = {"k_step_latency_cycles": 0.0, "priority_halving_warps": 12.0}
+
+
+@lru_cache(maxsize=256)
+def site_costs(kernel: str, tile: int, pad: int, warps: int, lds128_cost: float) -> dict:
+    """Bank wavefronts of one block-tile's shared stores and loads, from the access model."""
+    records = [access.access_records(kernel, tile, pad, w) for w in range(warps)]
+    rec = np.concatenate(records)
+    if len(rec) == 0:
+        return {
+            "store_wavefronts": 0,
+            "store_factor": 1.0,
+            "load_factor": 1.0,
+            "bank_load_factor": 1.0,
+            "ld_As_width": 4,
+        }
+    waves = banks.wavefronts(rec["offsets"], FLOAT_BYTES).astype(float)
+    ideal = (rec["offsets"] >= 0).any(axis=1).astype(float)  # one wavefront per 4-byte access
+    store, load = rec["kind"] == "store", rec["kind"] == "load"
+    width = _vector_width(kernel, tile, pad)
+    cost = np.where(rec["site"] == "ld_As", lds128_cost ** (math.log2(width / 4) / 2), 1.0)
+    return {
+        "store_wavefronts": int(waves[store].sum()),
+        "store_factor": float(waves[store].sum() / ideal[store].sum()),
+        "load_factor": float((waves * cost)[load].sum() / ideal[load].sum()),
+        "bank_load_factor": float(waves[load].sum() / ideal[load].sum()),
+        "ld_As_width": width,
+    }
+
+
+def _vector_width(kernel: str, tile: int, pad: int) -> int:
+    """Widest load (16, 8 or 4 bytes) the compiler can use at ld_As: consecutive k, aligned.
+
+    nvcc's PTX agrees: ld.shared.v4 at PAD 0 and 4, v2 at PAD 2, scalar at PAD 1 and for the
+    transposed kernel (whose ld_As walks a column).
+    """
+    k0 = access.lane_offsets(kernel, tile, pad, 0, "ld_As", 0)
+    k1 = access.lane_offsets(kernel, tile, pad, 0, "ld_As", 1)
+    on = k0 >= 0
+    if not on.any() or np.any(k1[on] - k0[on] != FLOAT_BYTES):
+        return 4
+    for width in (16, 8):
+        rows_aligned = (tile + pad) * FLOAT_BYTES % width == 0 and np.all(k0[on] % width == 0)
+        if rows_aligned and tile % (width // FLOAT_BYTES) == 0:
+            return width
+    return 4
+
+
+def max_exp_moments(scale: float, n: int) -> tuple[float, float]:
+    """Mean and variance of the maximum of n independent exponentials of ``scale``."""
+    i = np.arange(1, max(n, 1) + 1)
+    return scale * float(np.sum(1.0 / i)), scale**2 * float(np.sum(1.0 / i**2))
+
+
+def constant(device: dict, name: str) -> float:
+    return float(device["model"].get(name, MODEL_DEFAULTS.get(name, 0.0)))
+
+
+def block_model(spec, params, geometry, occ: Occupancy, device: dict, K: int) -> dict[str, Any]:
+    """Nominal durations (ns) and skew scales of one block of this configuration."""
+    m = device["model"]
+    clk = device["clock_mhz"] / 1000.0  # cycles per ns
+    n_blocks, sms = geometry.n_blocks, device["sm_count"]
+    b = min(occ.blocks_per_sm, math.ceil(n_blocks / sms))
+    resident = min(n_blocks, occ.resident_blocks)
+    warps, tile = geometry.warps_per_block, params["tile"]
+    bandwidth = device["copy_bandwidth_gbs"]  # GB/s = bytes/ns
+    ends = m["block_prologue_ns"] + m["block_epilogue_ns"]
+    out: dict[str, Any] = {
+        "blocks_per_sm_used": b,
+        "resident_blocks": resident,
+        "warps": warps,
+        "n_tiles": geometry.n_tiles,
+        "prologue_ns": m["block_prologue_ns"],
+        "epilogue_ns": m["block_epilogue_ns"],
+        "barrier_ns": m["barrier_ns"],
+    }
+    if not geometry.n_tiles:  # naive: one long loop per thread, no barriers
+        loads = 2 * K * FLOAT_BYTES * geometry.threads * resident / (bandwidth * m["naive_reuse"])
+        fmas = K * geometry.threads * b / (device["fp32_fma_per_clk_per_sm"] * clk)
+        body = m["naive_latency_ns"] + max(loads, fmas)
+        skew = m["naive_skew_frac"] * body
+        alone = ends + body + max_exp_moments(skew, warps)[0]
+        return out | {
+            "body_ns": body,
+            "skew_scale_ns": (skew, 0.0),
+            "alone_ns": alone,
+            "throughput_ns": alone / b,
+            "cap": 1.0 / b,
+        }
+    costs = site_costs(spec.name, tile, params.get("pad", 0), warps, m["lds128_site_cost"])
+    tile_bytes = 2 * tile * tile * FLOAT_BYTES
+    memory = tile_bytes * min(sms, n_blocks) / (bandwidth * m["bandwidth_scale"])
+    store = costs["store_wavefronts"] * m["store_cycles_per_wavefront"] / clk
+    fma_rate = device["fp32_fma_per_clk_per_sm"] * clk * m["inner_loop_efficiency"]
+    work = tile**3 * costs["load_factor"] / fma_rate
+    work += warps * m["tile_overhead_cycles"] / clk  # address math, LDG/STS, loop, per warp
+    k_loop = max(work, tile * constant(device, "k_step_latency_cycles") / clk)
+    load = m["load_latency_ns"] + memory + store
+    q = m["overlap_sharpness"]
+    pipes = ((work + store) ** q + memory**q) ** (1 / q)
+    skews = (m["load_skew_ns"], m["compute_skew_frac"] * k_loop)
+    mean_skew = sum(max_exp_moments(s, warps)[0] for s in skews)
+    period = load + k_loop + 2 * m["barrier_ns"] + mean_skew  # one k-tile, alone
+    alone = ends + geometry.n_tiles * period
+    cap = min(pipes / period, 1.0)  # the SM share a block running alone uses
+    return (
+        out
+        | costs
+        | {
+            "tile_bytes": tile_bytes,
+            "memory_ns": memory,
+            "store_ns": store,
+            "load_ns": load,
+            "work_ns": work,
+            "compute_ns": k_loop,
+            "pipe_ns": pipes,
+            "skew_scale_ns": skews,
+            "alone_ns": alone,
+            "throughput_ns": alone * cap,
+            "cap": cap,
+        }
+    )
+
+
+# -- random skews --------------------------------------------------------------------------------
+def _max_exp(rng: np.random.Generator, scale: np.ndarray, n: int, shape: tuple) -> np.ndarray:
+    """Samples of the maximum of n exponentials (inverse CDF: one uniform per sample)."""
+    u = rng.random(shape)
+    with np.errstate(divide="ignore"):
+        return -scale * np.log(-np.expm1(np.log(u) / n))
+
+
+def skew_moments(model: dict) -> tuple[float, float]:
+    """Mean and variance of a block's summed barrier skews."""
+    n = max(model["n_tiles"], 1)
+    mean = var = 0.0
+    for scale in model["skew_scale_ns"]:
+        mu, v = max_exp_moments(scale, model["warps"])
+        mean, var = mean + n * mu, var + n * v
+    return mean, var
+
+
+def total_skews(rng, model: dict, shape) -> np.ndarray:
+    """Blocks' summed barrier skews: a gamma matched to the sum of per-tile maxima."""
+    mean, var = skew_moments(model)
+    if mean <= 0:
+        return np.zeros(shape)
+    return rng.gamma(mean * mean / var, var / mean, shape)
+
+
+def tile_skews(rng, model: dict, totals: np.ndarray) -> np.ndarray:
+    """Per-tile (load, compute) barrier skews of some blocks, rescaled to their totals."""
+    scale = np.asarray(model["skew_scale_ns"])
+    skews = _max_exp(rng, scale, model["warps"], (len(totals), model["n_tiles"], 2))
+    sums = skews.sum(axis=(1, 2))
+    factor = np.divide(totals, sums, out=np.zeros_like(totals), where=sums > 0)
+    return skews * factor[:, None, None]
+
+
+def tile_offsets(model: dict, skews: np.ndarray) -> np.ndarray:
+    """Times from block start of (loaded, computed) for every tile alone, interleaved: (rows, 2T)."""
+    seg = np.empty(skews.shape)
+    seg[..., 0] = model.get("load_ns", 0.0) + model["barrier_ns"] + skews[..., 0]
+    seg[..., 1] = model.get("compute_ns", 0.0) + model["barrier_ns"] + skews[..., 1]
+    return model["prologue_ns"] + np.cumsum(seg.reshape(len(seg), 2 * seg.shape[1]), axis=1)
+
+
+def warp_arrivals(rng, model: dict, skews, marks, begins) -> np.ndarray:
+    """When each warp reached each barrier: (rows, tiles, warps, 2).
+
+    ``marks`` (rows, tiles, 2) are the barriers' release times (loaded, computed) and ``begins``
+    the phases' starts (issue, loaded). Each warp's nominal skew is exponential truncated to the
+    block's (the slowest warp's) and scaled like its phase was stretched, so the slowest warp
+    arrives ``barrier_ns`` before the release.
+    """
+    warps, barrier = model["warps"], model["barrier_ns"]
+    scale = np.maximum(np.asarray(model["skew_scale_ns"]), 1e-9)[None, None, None, :]
+    top = skews[:, :, None, :]
+    u = rng.random(skews.shape[:2] + (warps, 2))
+    each = -scale * np.log1p(-u * -np.expm1(-top / scale))  # exponential truncated to [0, top]
+    slowest = rng.integers(0, warps, skews.shape[:2] + (1, 2))
+    np.put_along_axis(each, slowest, top, axis=2)
+    each = np.minimum(each, top)
+    base = np.array([model.get("load_ns", 0.0), model.get("compute_ns", 0.0)])
+    nominal = base + skews  # phase length up to the slowest arrival
+    stretch = np.divide(
+        np.maximum(marks - begins - barrier, 0.0),
+        nominal,
+        out=np.ones_like(nominal),
+        where=nominal > 0,
+    )
+    late = (top - each) * stretch[:, :, None, :]
+    return np.rint(marks[:, :, None, :] - barrier - late).astype(np.int64)

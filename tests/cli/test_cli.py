@@ -1,0 +1,180 @@
+"""The command line as a user meets it: one line and exit code 2 for every mistake."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from matviz import cli
+from matviz.backends.cuda_status import cuda_status
+from matviz.core.trace_io import load_trace
+
+NO_CUDA = not cuda_status()[0]
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code, err, fragment):
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("matviz: error: ") and fragment in lines[0], err
+
+
+def test_kernels_lists_every_catalog_entry(capsys):
+    code, out, _ = run(capsys, "kernels")
+    assert code == 0
+    for stem in ("01_naive", "02_tiled", "03_tiled_transposed"):
+        assert stem in out
+    assert "--pad 0|1|2|4" in out
+
+
+def test_info_names_the_backends(capsys):
+    code, out, _ = run(capsys, "info")
+    assert code == 0
+    assert out.startswith("cuda ")
+    assert "sim        available" in out
+
+
+def test_record_sim_then_show(tmp_path, capsys):
+    path = tmp_path / "t.mvz"
+    code, out, _ = run(
+        capsys,
+        "record",
+        "tiled_transposed",
+        "-M",
+        "96",
+        "-N",
+        "64",
+        "-K",
+        "80",
+        "--tile",
+        "32",
+        "--pad",
+        "0",
+        "--level",
+        "3",
+        "--backend",
+        "sim",
+        "-o",
+        str(path),
+    )
+    assert code == 0
+    assert "simulated" in out and "worst conflict 32-way" in out
+    trace = load_trace(path)
+    assert trace.backend == "sim" and trace.shape == (96, 64, 80)
+    code, shown, _ = run(capsys, "show", str(path))
+    assert code == 0 and "simulated" in shown and "waves" in shown
+    code, as_json, _ = run(capsys, "show", str(path), "--json")
+    assert json.loads(as_json)["backend"] == "sim"
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="needs a machine without CUDA")
+def test_auto_falls_back_to_the_simulator_and_says_so(tmp_path, capsys):
+    code, out, err = run(
+        capsys, "record", "tiled", "-M", "64", "-N", "64", "-K", "64", "-o", str(tmp_path / "a.mvz")
+    )
+    assert code == 0
+    assert "CUDA unavailable" in err and "using the simulator" in err
+    assert load_trace(tmp_path / "a.mvz").is_simulated
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="needs a machine without CUDA")
+def test_cuda_backend_without_cuda_is_one_line(tmp_path, capsys):
+    code, _, err = run(
+        capsys, "record", "tiled", "--backend", "cuda", "-o", str(tmp_path / "x.mvz")
+    )
+    assert_one_line_error(code, err, "CUDA backend unavailable")
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["record", "tiled", "--tile", "7"], "tile=7 is not allowed"),
+        (["record", "tiled", "--pad", "3"], "pad=3 is not allowed"),
+        (["record", "naive", "--pad", "1"], "has no parameter 'pad'"),
+        (["record", "tiled", "-M", "0"], "0 must be >= 1"),
+        (["record", "tiled", "-K", "x"], "'x' is not a whole number"),
+        (["record", "tiled", "-M", "70000", "-K", "70000"], "32-bit indexing"),
+        (["record", "nope"], "unknown kernel 'nope'"),
+        (["record", "tiled", "--level", "5"], "invalid choice"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_record_arguments(tmp_path, capsys, argv, fragment):
+    code, _, err = (
+        run(capsys, *argv, "-o", str(tmp_path / "x.mvz"))
+        if argv[0] == "record"
+        else (run(capsys, *argv))
+    )
+    assert_one_line_error(code, err, fragment)
+    assert not (tmp_path / "x.mvz").exists()
+
+
+def test_unwritable_output_fails_before_running(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(blocker / "t.mvz"))
+    assert_one_line_error(code, err, "does not exist")
+    code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(tmp_path / "t.txt"))
+    assert_one_line_error(code, err, "must end in .mvz")
+
+
+def test_existing_trace_survives_a_failed_record(tmp_path, capsys):
+    path = tmp_path / "keep.mvz"
+    assert (
+        run(
+            capsys,
+            "record",
+            "tiled",
+            "-M",
+            "32",
+            "-N",
+            "32",
+            "-K",
+            "32",
+            "--backend",
+            "sim",
+            "-o",
+            str(path),
+        )[0]
+        == 0
+    )
+    before = path.read_bytes()
+    code, _, err = run(capsys, "record", "tiled", "--tile", "7", "-o", str(path))
+    assert code == 2 and path.read_bytes() == before
+
+
+def test_show_corrupt_and_missing_files(tmp_path, capsys):
+    bad = tmp_path / "bad.mvz"
+    bad.write_bytes(b"\x00" * 100)
+    code, _, err = run(capsys, "show", str(bad))
+    assert_one_line_error(code, err, "bad.mvz")
+    code, _, err = run(capsys, "show", str(tmp_path / "missing.mvz"))
+    assert_one_line_error(code, err, "missing.mvz")
+
+
+def test_console_script_prints_no_traceback(tmp_path):
+    bad = tmp_path / "truncated.mvz"
+    bad.write_bytes(b"PK\x03\x04" + b"\x01" * 50)
+    proc = subprocess.run(
+        [sys.executable, "-m", "matviz.cli", "show", str(bad)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_bundled_recordings_show_without_a_gpu(capsys):
+    from pathlib import Path
+
+    traces = sorted((Path(__file__).resolve().parents[2] / "resources" / "traces").glob("*.mvz"))
+    assert len(traces) >= 4
+    for path in traces:
+        assert path.stat().st_size <= 3 * 2**20
+        code, out, _ = run(capsys, "show", str(path))
+        assert code == 0 and "recorded on NVIDIA H200" in out and "rel.error" in out
