@@ -12,34 +12,10 @@ from matviz.app.i18n import tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import metrics
-from matviz.core.trace import Trace
 
 H200 = {"name": "NVIDIA H200", "sm_count": 132, "clock_mhz": 1980, "fp32_fma_per_clk_per_sm": 128}
 CUBLAS_COLOR = (120, 60, 160)
 PEAK_COLOR = (90, 90, 90)
-RATE_MARKS = 2_000_000  # phase marks fed to flop_rate; beyond that a sample of the blocks
-
-
-def rate_trace(trace: Trace) -> Trace:
-    """The trace, or one with every n-th block's phases when it has very many.
-
-    flop_rate spreads the FLOP of blocks without phases evenly over their lifetime, so the
-    total stays exact; at 200 bins over the kernel a bin spans many k-tiles, so the curve
-    looks the same, and a 65,536-block trace costs ~0.1 s instead of seconds.
-    """
-    every = -(-trace.issue.size // RATE_MARKS)
-    if every <= 1:
-        return trace
-    return Trace(
-        manifest=trace.manifest,
-        blocks=trace.blocks,
-        phase_blocks=trace.phase_blocks[::every],
-        issue=trace.issue[::every],
-        loaded=trace.loaded[::every],
-        computed=trace.computed[::every],
-    )
-
-
 def peak_gflops(device: dict | None) -> tuple[float, dict]:
     """FP32 peak = SMs x FMA/clk x 2 FLOP x clock; H200 figures where the device lacks them."""
     dev = dict(H200)
@@ -118,7 +94,7 @@ class ThroughputView(QWidget):
         trace = self.session.trace
         if trace is not None:
             self.peak = peak_gflops(trace.manifest.get("device"))[0]
-            centres, gflops = metrics.flop_rate(rate_trace(trace))
+            centres, gflops = metrics.flop_rate(trace)
             self.rate_t_us, self.rate_gflops = centres / 1000.0, gflops
             self.rate_curve.setData(self.rate_t_us, self.rate_gflops)
             span = max(trace.duration_ns, 1) / 1000.0
