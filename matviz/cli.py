@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="summarise a saved trace")
     show.add_argument("file", type=Path)
     show.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    from matviz import cli_export  # its commands import their heavy parts lazily too
+
+    cli_export.add_parsers(sub)
     return parser
 
 
@@ -232,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        return COMMANDS[args.command](args)
+        if args.command in COMMANDS:
+            return COMMANDS[args.command](args)
+        from matviz import cli_export
+
+        return cli_export.COMMANDS[args.command](args)
     except MatvizError as exc:
         print(f"matviz: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR

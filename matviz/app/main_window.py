@@ -180,7 +180,17 @@ class MainWindow(QMainWindow):
 
     # -- traces ----------------------------------------------------------------------------
     def load_default(self) -> None:
-        """The bundled H200 recording if present, else a simulated run of the same setup."""
+        """The bundled H200 recording if present, else a simulated run of the same setup.
+
+        The other bundled recordings become points of the throughput plot from the start, so
+        the first thing on screen already compares tile sizes and padding measured on an H200.
+        """
+        for path in sorted(BUNDLED_TRACE.parent.glob("*.mvz")):
+            if path != BUNDLED_TRACE:
+                try:
+                    self.session.add_run(RunPoint.from_trace(load_trace(path)))
+                except MatvizError:
+                    continue  # a damaged extra recording only costs its plot point
         if BUNDLED_TRACE.is_file() and self.open_file(BUNDLED_TRACE, remember=False):
             return
         from matviz.backends.simulator import simulate  # in-process: fast and cannot crash

@@ -3,15 +3,20 @@
 ``python -m matviz.backends.sim_fit`` loads every bundled recording (``resources/traces/*.mvz``),
 simulates the same configuration and prints, per recording, the recorded and simulated kernel
 time, the error, the wave count and how well the blocks-per-SM histograms match.
-``--fit`` then adjusts a few model constants (log-space Levenberg-Marquardt on the log time
-ratios, finite-difference Jacobian) and writes them into the device JSON (``--dry-run``: only
-print). ``--seed-figures`` uses the measured 4096^3 H200 rates the lessons quote instead of
-recordings; that is how the bundled constants were chosen before recordings existed.
+It also prints the first wave's first retirement (the median over SMs of when each SM's first
+block ended: a block's alone duration), which ``load_latency_ns`` and ``k_step_latency_cycles``
+are set from. ``--fit`` then adjusts a few model constants (log-space Levenberg-Marquardt on the
+log time ratios, finite-difference Jacobian), prints the fit and writes it into the device JSON:
+the constants and a ``fit`` entry (the recordings and other cases, the rms and per-case errors,
+the date) that every simulated trace's manifest carries (``--dry-run``: only print).
+``--seed-figures`` uses the measured 4096^3 H200 rates the lessons quote instead of recordings;
+``--with-seed-figures`` fits to both.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
 import sys
@@ -28,7 +33,13 @@ from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 
 RECORDINGS_DIR = Path(__file__).resolve().parents[2] / "resources" / "traces"
-FIT_NAMES = ("load_latency_ns", "inner_loop_efficiency", "naive_reuse")
+# The SM time a block uses (the per-SM retirement rate, hence the kernel time) depends on these.
+FIT_NAMES = (
+    "lds128_site_cost",
+    "tile_overhead_cycles",
+    "store_cycles_per_wavefront",
+    "naive_reuse",
+)
 # For the seed figures latency, bandwidth and the inner loop's 1/8 stay at first principles.
 SEED_FIT_NAMES = (
     "overlap_sharpness",
@@ -111,6 +122,15 @@ def simulate_case(case: Case, device: dict) -> Trace:
     )
 
 
+def first_retirement_us(trace: Trace) -> float:
+    """Median over SMs of when the SM's first block ended (us): a block's alone duration."""
+    blocks = trace.blocks
+    order = np.lexsort((blocks["end"], blocks["smid"]))
+    smid = blocks["smid"][order]
+    first = np.r_[True, smid[1:] != smid[:-1]]
+    return float(np.median(blocks["end"][order][first] - blocks["start"].min()) / 1e3)
+
+
 def histogram_match(a: Trace, b: Trace) -> float:
     """Overlap (0..1) of the distributions of blocks run per SM."""
     ha = np.bincount(metrics.blocks_per_sm_histogram(a))
@@ -133,12 +153,16 @@ def compare(cases: list[Case], device: dict) -> list[dict[str, Any]]:
             "sim_waves": metrics.waves(sim),
             "rec_waves": None,
             "hist_match": None,
+            "rec_first_us": None,
+            "sim_first_us": first_retirement_us(sim),
             "sim_tflops": sim.manifest["stats"]["gflops"] / 1e3,
             "rec_tflops": 2.0 * math.prod(case.shape) / (case.time_ms * 1e9),
         }
         if case.trace is not None and case.trace.manifest.get("level", 0) >= 1:
             row.update(
-                rec_waves=metrics.waves(case.trace), hist_match=histogram_match(case.trace, sim)
+                rec_waves=metrics.waves(case.trace),
+                hist_match=histogram_match(case.trace, sim),
+                rec_first_us=first_retirement_us(case.trace),
             )
         rows.append(row)
     return rows
@@ -147,16 +171,18 @@ def compare(cases: list[Case], device: dict) -> list[dict[str, Any]]:
 def print_rows(rows: list[dict[str, Any]], out=sys.stdout) -> None:
     print(
         f"{'recording':28s} {'rec ms':>9s} {'sim ms':>9s} {'err %':>7s} {'rec TF':>7s} "
-        f"{'sim TF':>7s} {'waves':>9s} {'hist':>5s}",
+        f"{'sim TF':>7s} {'waves':>9s} {'hist':>5s} {'1st us rec/sim':>15s}",
         file=out,
     )
     for r in rows:
         waves = f"{r['rec_waves'] if r['rec_waves'] is not None else '-'}/{r['sim_waves']}"
         hist = "-" if r["hist_match"] is None else f"{100 * r['hist_match']:.0f}%"
+        first = r["rec_first_us"]
+        first = f"{'-' if first is None else f'{first:.1f}'}/{r['sim_first_us']:.1f}"
         print(
             f"{r['label']:28s} {r['recorded_ms']:9.3f} {r['sim_ms']:9.3f} "
             f"{r['error_pct']:+7.1f} {r['rec_tflops']:7.2f} {r['sim_tflops']:7.2f} "
-            f"{waves:>9s} {hist:>5s}",
+            f"{waves:>9s} {hist:>5s} {first:>15s}",
             file=out,
         )
     if rows:
@@ -181,7 +207,12 @@ def _with(device: dict, names, log_values) -> dict:
 
 
 def fit(
-    cases: list[Case], device: dict, names=FIT_NAMES, iterations: int = 25, source: str = ""
+    cases: list[Case],
+    device: dict,
+    names=FIT_NAMES,
+    iterations: int = 25,
+    source: str = "",
+    date: str | None = None,
 ) -> dict:
     """Device with ``names`` fitted to the cases' times (least squares on log time ratios).
 
@@ -215,13 +246,29 @@ def fit(
         else:
             damping *= 5
     fitted = _with(device, names, x)
+    errors = {
+        c.label: round(100.0 * math.expm1(r), 2) + 0.0 for c, r in zip(cases, res, strict=True)
+    }
     fitted["model"]["fit"] = {
         "source": source,
+        "date": date or datetime.date.today().isoformat(),
         "names": list(names),
+        "recordings": [c.label for c in cases if c.trace is not None],
         "cases": [c.label for c in cases],
+        "target": "kernel time (stats.time_ms_median)",
         "rms_log_error": round(float(np.sqrt(np.mean(res**2))), 5),
+        "rms_error_pct": round(float(np.sqrt(np.mean(np.square(list(errors.values()))))), 2),
+        "errors_pct": errors,
     }
     return fitted
+
+
+def print_fit(entry: dict, out=sys.stdout) -> None:
+    """The fit entry as the README quotes it."""
+    print(f"fit of {', '.join(entry['names'])} ({entry['date']}, {entry['source']}):", file=out)
+    for label, err in entry["errors_pct"].items():
+        print(f"  {label:28s} {err:+6.2f}%", file=out)
+    print(f"  rms error {entry['rms_error_pct']:.2f}% over {len(entry['cases'])} cases", file=out)
 
 
 def write_device(device: dict, path: Path) -> None:
@@ -237,13 +284,21 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="compare with the measured 4096^3 rates instead of recordings",
     )
+    parser.add_argument(
+        "--with-seed-figures",
+        action="store_true",
+        help="fit to the recordings and the measured 4096^3 rates together",
+    )
     parser.add_argument("--fit", action="store_true", help="fit constants and write the JSON")
     parser.add_argument("--names", nargs="+", help="constants to fit")
+    parser.add_argument("--date", help="date of the fit (default: today)")
     parser.add_argument("--dry-run", action="store_true", help="fit but do not write")
     args = parser.parse_args(argv)
     try:
         device = load_device(args.device)
         cases = list(SEED_FIGURES) if args.seed_figures else recording_cases(args.recordings)
+        if args.with_seed_figures and not args.seed_figures:
+            cases += SEED_FIGURES
         if not cases:
             print(f"no recordings in {args.recordings}; try --seed-figures")
             return 1
@@ -252,9 +307,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.fit:
             names = tuple(args.names or (SEED_FIT_NAMES if args.seed_figures else FIT_NAMES))
             source = "seed figures (4096^3 H200)" if args.seed_figures else "recordings"
-            fitted = fit(cases, device, names, source=source)
+            if args.with_seed_figures and not args.seed_figures:
+                source = "recordings + seed figures (4096^3 H200)"
+            fitted = fit(cases, device, names, source=source, date=args.date)
             print("\nfitted: " + ", ".join(f"{n}={fitted['model'][n]:.4g}" for n in names))
             print_rows(compare(cases, fitted))
+            print_fit(fitted["model"]["fit"])
             if not args.dry_run:
                 write_device(fitted, device_path(args.device))
                 print(f"wrote {device_path(args.device)}")

@@ -39,7 +39,12 @@ from matviz.core.occupancy import Occupancy
 
 FLOAT_BYTES = 4
 # Constants newer than some device files: their defaults when a file lacks them.
-MODEL_DEFAULTS = {"k_step_latency_cycles": 0.0, "priority_halving_warps": 12.0}
+MODEL_DEFAULTS = {
+    "k_step_latency_cycles": 0.0,
+    "priority_halving_warps": 12.0,
+    "sm_speed_spread": 0.0,
+    "shared_tile_jitter": 0.0,
+}
 
 
 @lru_cache(maxsize=256)
@@ -167,9 +172,14 @@ def block_model(spec, params, geometry, occ: Occupancy, device: dict, K: int) ->
 # -- random skews --------------------------------------------------------------------------------
 def _max_exp(rng: np.random.Generator, scale: np.ndarray, n: int, shape: tuple) -> np.ndarray:
     """Samples of the maximum of n exponentials (inverse CDF: one uniform per sample)."""
-    u = rng.random(shape)
+    u = rng.random(shape, dtype=np.float32)  # float32: half the time, ample precision
     with np.errstate(divide="ignore"):
-        return -scale * np.log(-np.expm1(np.log(u) / n))
+        np.log(u, out=u)
+        u /= n
+        np.expm1(u, out=u)
+        np.negative(u, out=u)
+        np.log(u, out=u)
+    return -np.asarray(scale, np.float32) * u
 
 
 def skew_moments(model: dict) -> tuple[float, float]:
@@ -200,11 +210,39 @@ def tile_skews(rng, model: dict, totals: np.ndarray) -> np.ndarray:
 
 
 def tile_offsets(model: dict, skews: np.ndarray) -> np.ndarray:
-    """Times from block start of (loaded, computed) for every tile alone, interleaved: (rows, 2T)."""
+    """Times from block start of every tile's (loaded, computed), alone, interleaved: (rows, 2T)."""
     seg = np.empty(skews.shape)
     seg[..., 0] = model.get("load_ns", 0.0) + model["barrier_ns"] + skews[..., 0]
     seg[..., 1] = model.get("compute_ns", 0.0) + model["barrier_ns"] + skews[..., 1]
     return model["prologue_ns"] + np.cumsum(seg.reshape(len(seg), 2 * seg.shape[1]), axis=1)
+
+
+def shared_jitter(rng, marks, begin, finish, offsets, sigma: float) -> np.ndarray:
+    """Marks (rows, 2T) with phases jittered in proportion to how much they were slowed.
+
+    A block below its alone speed lives on the SM's leftover capacity, which fluctuates with
+    what the older blocks are doing: each phase's length gets a relative normal jitter of
+    ``sigma`` x (1 - alone / actual length), and the phases are rescaled to keep ``begin`` and
+    ``finish``: the block's schedule does not change, its tiles drift out of step.
+    """
+    if sigma <= 0 or marks.size == 0:
+        return marks
+    actual = np.empty_like(marks)
+    actual[:, 0] = marks[:, 0] - begin
+    np.subtract(marks[:, 1:], marks[:, :-1], out=actual[:, 1:])
+    np.maximum(actual, 1e-9, out=actual)
+    nominal = np.empty_like(offsets)
+    nominal[:, 0] = offsets[:, 0]
+    np.subtract(offsets[:, 1:], offsets[:, :-1], out=nominal[:, 1:])
+    nominal *= ((finish - begin) / np.maximum(offsets[:, -1], 1e-9))[:, None]
+    slowed = np.clip(1.0 - nominal / actual, 0.0, 1.0)  # 0 at alone speed
+    slowed *= rng.standard_normal(actual.shape, dtype=np.float32)
+    slowed *= sigma
+    slowed += 1.0
+    actual *= np.maximum(slowed, 0.25)
+    np.cumsum(actual, axis=1, out=actual)
+    actual *= ((finish - begin) / np.maximum(actual[:, -1], 1e-9))[:, None]
+    return actual + begin[:, None]
 
 
 def warp_arrivals(rng, model: dict, skews, marks, begins) -> np.ndarray:

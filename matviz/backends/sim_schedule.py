@@ -65,7 +65,7 @@ def schedule(
 
 
 def share_table(per_sm: int, cap: float, warps: int, halving_warps: float) -> np.ndarray:
-    """Shares (per_sm + 1, per_sm): row n = n resident blocks, column r = the block of age rank r."""
+    """Shares (per_sm + 1, per_sm): row n for n resident blocks, column r for age rank r."""
     table = np.zeros((per_sm + 1, per_sm))
     decay = 0.0 if halving_warps <= 0 else 2.0 ** (-warps / halving_warps)
     for n in range(1, per_sm + 1):
@@ -84,7 +84,7 @@ def share_table(per_sm: int, cap: float, warps: int, halving_warps: float) -> np
 
 @dataclass
 class Fluid:
-    """The lockstep result: ``events[j, s]`` = when SM s retired its j-th block (NaN past its last)."""
+    """Lockstep result: ``events[j, s]`` = when SM s retired its j-th block (NaN past its last)."""
 
     events: np.ndarray
     counts: np.ndarray  # blocks per SM
@@ -140,10 +140,11 @@ def fluid_schedule(
         t[arriving] += dt
     queued = n_blocks - first
     if queued:
-        low = max(0, queued // n_sms - 64)  # quotas lie within a few steps of the average
-        events, quota, keep = _refill(rem.copy(), t, shares[b], work, queued, low)
+        avg = queued // n_sms  # quotas lie within a few steps (and 2%) of the average
+        low = max(0, avg - 64 - avg // 50)
+        events, order, quota, keep = _refill(rem.copy(), t, shares[b], work, queued, low)
         if quota.min() < low:  # pragma: no cover - far off the average: keep every step
-            events, quota, keep = _refill(rem, t, shares[b], work, queued, 0)
+            events, order, quota, keep = _refill(rem, t, shares[b], work, queued, 0)
         rem = np.stack([keep[q][0][s] for s, q in enumerate(quota)])
         t = np.array([keep[q][1][s] for s, q in enumerate(quota)])
         active = np.full(n_sms, b - 1)
@@ -165,7 +166,7 @@ def fluid_schedule(
     i = np.arange(first)
     smid[:first], local[:first], join[:first] = i % n_sms, i // n_sms, i * stagger
     if queued:
-        j, s = np.divmod(_first_events(events, queued), n_sms)
+        j, s = np.divmod(order, n_sms)
         smid[first:], local[first:], join[first:] = s, b + j, events[j, s]
     return Fluid(out, counts, smid, local, join, b, shares)
 
@@ -173,16 +174,17 @@ def fluid_schedule(
 def _refill(rem, t, u, work: WorkRows, queued: int, low: int):
     """Steps with every SM full until the ``queued`` earliest retirements are known.
 
-    Returns the retirement times, each SM's quota (its retirements that hand out a block) and
-    the SMs' states (from step ``low`` on) right after a retirement, before the refill: an SM's
-    drain starts from the one at its quota.
+    Returns the retirement times, the flat indices of the first ``queued`` in time order, each
+    SM's quota (its retirements that hand out a block) and the SMs' states (from step ``low``
+    on) right after a retirement, before the refill: an SM's drain starts from the one at its
+    quota.
     """
     n_sms, b = rem.shape
     events: list[np.ndarray] = []
     keep: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     j = 0
     while True:
-        target = (math.ceil(queued / n_sms) if not events else len(events)) + b + 16
+        target = (math.ceil(queued / n_sms * 1.02) if not events else len(events)) + b + 16
         while j < target:
             rem, t = _retire(rem, t, u[None, :])
             events.append(t)
@@ -194,7 +196,7 @@ def _refill(rem, t, u, work: WorkRows, queued: int, low: int):
         order = _first_events(ev, queued)
         quota = np.bincount(order % n_sms, minlength=n_sms)
         if quota.max() < len(ev) and ev.flat[order[-1]] <= ev[-1].min():
-            return ev, quota, keep
+            return ev, order, quota, keep
 
 
 def _first_events(events: np.ndarray, queued: int) -> np.ndarray:
@@ -232,10 +234,14 @@ def progress_times(fl: Fluid, rows: np.ndarray, begin, finish, fractions) -> np.
     work = np.concatenate(
         [np.zeros((len(rows), 1)), np.cumsum(share * (t_end - t_beg), axis=1)], axis=1
     )
-    work += np.arange(b + 1) * 1e-9 * np.maximum(work[:, -1:], 1.0)  # strictly increasing
+    span = np.maximum(work[:, -1:], 1e-30)
+    work = work / span + np.arange(b + 1) * 1e-12  # strictly increasing, 0..1 per row
     w0 = _interp_rows(begin[:, None], times, work)
     w1 = _interp_rows(finish[:, None], times, work)
-    return _interp_rows(w0 + fractions * (w1 - w0), work, times)
+    offset = 3.0 * np.arange(len(rows))[:, None]
+    target = fractions * (w1 - w0)
+    target += w0 + offset
+    return np.interp(target.ravel(), (work + offset).ravel(), times.ravel()).reshape(target.shape)
 
 
 def _interp_rows(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ from matviz.backends.devices import DEFAULT_DEVICE, hardware, load_device
 from matviz.backends.sim_model import (
     block_model,
     constant,
+    shared_jitter,
     site_costs,
     skew_moments,
     tile_offsets,
@@ -140,12 +141,17 @@ def simulate(
         begin = start[detail] + model["prologue_ns"]
         finish = np.maximum(end[detail] - model["epilogue_ns"], begin)
         frac = offsets / np.maximum(offsets[:, -1:], 1e-9)
-        marks = np.rint(progress_times(fl, detail, begin, finish, frac)).astype(np.int64)
+        marks = progress_times(fl, detail, begin, finish, frac)
+        sigma, n_phase = constant(dev, "shared_tile_jitter"), len(phase_rows)
+        for rng, part in ((rng_tile, slice(0, n_phase)), (rng_extra, slice(n_phase, None))):
+            marks[part] = shared_jitter(
+                rng, marks[part], begin[part], finish[part], offsets[part], sigma
+            )
+        marks = np.rint(marks).astype(np.int64)
         issue = np.empty_like(marks[:, 0::2])
         issue[:, 0] = np.rint(begin)
         issue[:, 1:] = marks[:, 1:-1:2]  # a tile's loads go out when the last one is computed
         loaded, computed = marks[:, 0::2], marks[:, 1::2]
-        n_phase = len(phase_rows)
         arrays.update(
             phase_blocks=phase_rows.astype(np.int64),
             issue=np.ascontiguousarray(issue[:n_phase]),

@@ -60,8 +60,9 @@ class ThroughputView(QWidget):
             self.runs_plot.addItem(item)
             self.scatter[backend] = item
         self.cublas_line = self._hline(self.runs_plot, CUBLAS_COLOR)
-        self.peak_line = self._hline(self.runs_plot, PEAK_COLOR)
-        self.rate_peak_line = self._hline(self.rate_plot, PEAK_COLOR)
+        # the peak is the top of the plot: its label goes below the line to stay in view
+        self.peak_line = self._hline(self.runs_plot, PEAK_COLOR, below=True)
+        self.rate_peak_line = self._hline(self.rate_plot, PEAK_COLOR, below=True)
         self.rate_curve = self.rate_plot.plot(
             pen=pg.mkPen((31, 119, 180), width=2), fillLevel=0, brush=(31, 119, 180, 60)
         )
@@ -77,14 +78,15 @@ class ThroughputView(QWidget):
         self.refresh()
 
     @staticmethod
-    def _hline(plot: pg.PlotItem, color) -> pg.InfiniteLine:
-        """A dashed reference line with its label right-aligned above it."""
+    def _hline(plot: pg.PlotItem, color, below: bool = False) -> pg.InfiniteLine:
+        """A dashed reference line with its label right-aligned above (or below) it."""
+        anchor = (1, 0) if below else (1, 1)
         line = pg.InfiniteLine(
             angle=0,
             movable=False,
             pen=pg.mkPen(color, width=1.5, style=Qt.DashLine),
             label="",
-            labelOpts={"position": 0.99, "color": color, "anchors": [(1, 1), (1, 1)]},
+            labelOpts={"position": 0.99, "color": color, "anchors": [anchor, anchor]},
         )
         plot.addItem(line, ignoreBounds=True)
         return line
@@ -147,9 +149,11 @@ class ThroughputView(QWidget):
             fma=dev["fp32_fma_per_clk_per_sm"],
             ghz=dev["clock_mhz"] / 1000,
         )
+        short = tr("FP32 peak: {v:,.0f} GFLOP/s").format(v=peak)  # the formula would not fit
         for line in (self.peak_line, self.rate_peak_line):
             line.setValue(peak)
-            line.label.setFormat(label)
+            line.label.setFormat(short)
+        self.setToolTip(label)
 
     def _on_playhead(self, ns: int) -> None:
         self._syncing = True

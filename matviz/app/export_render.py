@@ -1,0 +1,233 @@
+"""The app's views rendered offscreen into RGB frames: the Qt half of ``matviz export``.
+
+The same view widgets as the main window read their own Session; they are laid out once, at a
+logical size large enough for their texts and plots (1600x900 for all five), and only the
+playhead (and the caption) changes per frame. Each frame is ``grab()`` of the container,
+scaled to the requested size when the logical one is larger. The container is shown with
+``WA_DontShowOnScreen``: laid out and painted like a visible window, but never on a screen, so
+the GUI can export while the user keeps working.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+from PySide6.QtCore import (
+    QCoreApplication,
+    QEvent,
+    QMessageLogContext,
+    Qt,
+    QtMsgType,
+    qInstallMessageHandler,
+)
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication, QLabel, QSplitter, QVBoxLayout, QWidget
+
+from matviz.app.i18n import tr
+from matviz.app.session import Session
+from matviz.app.views import palette
+from matviz.app.views.banks_view import BanksView
+from matviz.app.views.grid_view import GridView
+from matviz.app.views.sm_lanes import SmLanesView
+from matviz.app.views.throughput_view import ThroughputView
+from matviz.app.views.tiles_view import A_TINTS, B_TINTS, TilesView
+from matviz.core.runs import RunPoint
+from matviz.core.timeline import BlockState, Timeline
+from matviz.core.trace import Trace
+
+VIEW_CLASSES = {
+    "grid": GridView,
+    "sm": SmLanesView,
+    "tiles": TilesView,
+    "banks": BanksView,
+    "throughput": ThroughputView,
+}
+# Smallest logical size at which each view's texts and panels fit; smaller outputs are
+# rendered at this size (same aspect as asked) and scaled down.
+LAYOUT_MIN = {
+    "all": (1600, 900),
+    "grid": (640, 520),
+    "sm": (900, 520),
+    "tiles": (960, 600),
+    "banks": (760, 520),
+    "throughput": (760, 520),
+}
+CAPTION_BACKGROUND = "#f2f2f4"
+
+
+def ensure_app() -> QApplication:
+    """The running QApplication, or a new offscreen one (an export never needs a screen)."""
+    app = QApplication.instance()
+    if app is None:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        app = QApplication([sys.argv[0] if sys.argv else "matviz"])
+        _drop_offscreen_noise()
+    return app
+
+
+def _drop_offscreen_noise() -> None:
+    """The offscreen platform warns 'does not support propagateSizeHints()' whenever a label's
+    size changes: harmless, but it would bury the CLI's output. Other messages pass on."""
+    previous = None
+
+    def handler(mode: QtMsgType, context: QMessageLogContext, message: str) -> None:
+        if "propagateSizeHints" in message:
+            return
+        if previous is not None:
+            previous(mode, context, message)
+        else:
+            print(message, file=sys.stderr)
+
+    previous = qInstallMessageHandler(handler)
+
+
+def key_colours() -> list[tuple[int, int, int]]:
+    """Colours that must survive GIF quantisation exactly: states, marks, tints, waves."""
+    colours = [*palette.STATE_COLORS.values(), *palette.WAVE_COLORS]
+    colours += [palette.HIGHLIGHT, palette.PLAYHEAD, palette.SIMULATED, palette.FOREGROUND]
+    colours += [palette.EMPTY, (255, 255, 255), (0, 0, 0), *A_TINTS, *B_TINTS]
+    return colours
+
+
+def logical_size(views: tuple[str, ...], size: tuple[int, int]) -> tuple[int, int]:
+    """The size to lay the views out at: ``size`` scaled up (aspect kept) until they fit."""
+    if views == ("all",):
+        min_w, min_h = LAYOUT_MIN["all"]
+    else:
+        min_w = sum(LAYOUT_MIN[v][0] for v in views)
+        min_h = max(LAYOUT_MIN[v][1] for v in views)
+    w, h = size
+    scale = max(1.0, min_w / w, min_h / h)
+    return round(w * scale), round(h * scale)
+
+
+def to_rgb(image: QImage) -> np.ndarray:
+    """A QImage as an (H, W, 3) uint8 array (a copy: the image's memory goes away)."""
+    image = image.convertToFormat(QImage.Format_RGB888)
+    w, h = image.width(), image.height()
+    rows = np.frombuffer(image.constBits(), np.uint8).reshape(h, image.bytesPerLine())
+    return rows[:, : 3 * w].reshape(h, w, 3).copy()
+
+
+class FrameRenderer:
+    """Views of one trace in an offscreen container; :meth:`render` gives a frame at a time."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        views: tuple[str, ...],
+        size: tuple[int, int],
+        block: int,
+        caption: bool = True,
+    ) -> None:
+        self.app = ensure_app()
+        self.trace = trace
+        self.size = size
+        self.logical = logical_size(views, size)
+        self.timeline = Timeline(trace)
+        self.session = Session()
+
+        self.container = QWidget()
+        self.container.setAttribute(Qt.WA_DontShowOnScreen, True)
+        self.container.setAutoFillBackground(True)
+        self.container.setStyleSheet("background: white")
+        box = QVBoxLayout(self.container)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(0)
+        self.views: dict[str, QWidget] = {}
+        self._splits: list[tuple[QSplitter, list[int]]] = []
+        box.addWidget(self._compose(views), 1)
+        self.caption: QLabel | None = None
+        if caption:
+            px = max(12, round(self.logical[1] / 48))
+            self.caption = QLabel(textFormat=Qt.RichText)
+            self.caption.setStyleSheet(
+                f"background: {CAPTION_BACKGROUND}; color: #1e1e1e; font-size: {px}px;"
+                f"padding: {px // 3}px {px // 2}px; border-top: 1px solid #c8c8cc"
+            )
+            box.addWidget(self.caption)
+        self.container.resize(*self.logical)
+        self.container.show()
+        self._apply_shares()
+        # As in the main window: views laid out first, then the trace arrives (pyqtgraph's
+        # layouts keep odd row heights when they first meet their content before a resize).
+        QCoreApplication.processEvents()
+        self.session.set_trace(trace)
+        self.session.add_run(RunPoint.from_trace(trace))  # the throughput plot's one point
+        self.session.select_block(block)
+        for _ in range(5):  # nested layouts (widgets, then pyqtgraph's) settle in a few rounds
+            QCoreApplication.processEvents()
+
+    def _compose(self, views: tuple[str, ...]) -> QWidget:
+        """'all': the main window's arrangement; a list: the views side by side."""
+        make = {name: lambda n=name: self._view(n) for name in VIEW_CLASSES}
+        if views != ("all",):
+            return self._split(Qt.Horizontal, [(make[v](), 1) for v in views])
+        top = self._split(Qt.Horizontal, [(make["grid"](), 45), (make["sm"](), 55)])
+        # The tiles view's legend needs height, or its second row of panels collapses.
+        left = self._split(Qt.Vertical, [(top, 43), (make["tiles"](), 57)])
+        right = self._split(Qt.Vertical, [(make["banks"](), 45), (make["throughput"](), 55)])
+        return self._split(Qt.Horizontal, [(left, 62), (right, 38)])
+
+    def _split(self, orientation: Qt.Orientation, items: list[tuple[QWidget, int]]) -> QSplitter:
+        """Splitters as in the main window: exact shares (box layouts ignore stretch factors
+        once the views' size hints do not fit)."""
+        split = QSplitter(orientation)
+        split.setHandleWidth(4)
+        split.setChildrenCollapsible(False)
+        for widget, _ in items:
+            split.addWidget(widget)
+        self._splits.append((split, [weight for _, weight in items]))
+        return split
+
+    def _apply_shares(self) -> None:
+        for split, weights in self._splits:
+            total = split.width() if split.orientation() == Qt.Horizontal else split.height()
+            split.setSizes([round(total * w / sum(weights)) for w in weights])
+
+    def _view(self, name: str) -> QWidget:
+        view = VIEW_CLASSES[name](self.session)
+        self.views[name] = view
+        return view
+
+    # -- frames ----------------------------------------------------------------------------------
+    def caption_html(self, t_ns: int) -> str:
+        """Time, the selected block's phase, the configuration and where the data came from."""
+        trace, block = self.trace, self.session.selected_block
+        state, ktile = self.timeline.block_phase(block, t_ns)
+        b = trace.blocks[block]
+        colour = palette.hexcolor(palette.STATE_COLORS.get(state, palette.FOREGROUND))
+        phase = tr(palette.STATE_NAMES.get(state, "running"))
+        if ktile >= 0 and state != BlockState.DONE:
+            phase += " · " + tr("k-tile {k}").format(k=ktile + 1) + f"/{trace.n_tiles}"
+        t_us, end_us = t_ns / 1000, trace.duration_ns / 1000
+        return (
+            f"<b>t = {t_us:,.1f} µs</b> / {end_us:,.1f} µs &nbsp;·&nbsp; "
+            + tr("block ({bx}, {by}) on SM {sm}").format(
+                bx=int(b["bx"]), by=int(b["by"]), sm=int(b["smid"])
+            )
+            + f": <b style='color:{colour}'>{phase}</b> &nbsp;·&nbsp; "
+            + f"{palette.config_text(trace)} &nbsp;·&nbsp; "
+            + palette.source_html(trace, trace.provenance)
+        )
+
+    def render(self, t_ns: int) -> np.ndarray:
+        """The frame with the playhead at ``t_ns``: (H, W, 3) uint8 at the requested size."""
+        self.session.set_playhead(int(t_ns))
+        if self.caption is not None:
+            self.caption.setText(self.caption_html(int(t_ns)))
+        # Labels whose text changed ask for a new layout; do only that (no input events, so
+        # the GUI cannot re-enter the export while a frame is drawn).
+        QCoreApplication.sendPostedEvents(None, QEvent.LayoutRequest)
+        image = self.container.grab().toImage()
+        w, h = self.size
+        if (image.width(), image.height()) != (w, h):
+            image = image.scaled(w, h, Qt.IgnoreAspectRatio, Qt.SmoothTransformation)
+        return to_rgb(image)
+
+    def close(self) -> None:
+        self.container.close()
+        self.container.deleteLater()
+        self.session.deleteLater()
