@@ -95,7 +95,7 @@ def cmd_info(_args) -> int:
     print(f"cuda       {'available: ' + detail if ok else 'unavailable: ' + detail}")
     print("sim        available (simulated traces are labelled as such)")
     if ok:
-        from matviz.backends.cupy_recorder import device_info
+        from matviz.backends.cuda_build import device_info
 
         dev = device_info()
         print(

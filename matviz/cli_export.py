@@ -9,10 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from matviz.cli import _pair, _positive_int, choose_backend
 from matviz.errors import MatvizError
+
+QT_MODULES = ("PySide6", "shiboken6", "pyqtgraph")
 
 
 def _positive_float(text: str) -> float:
@@ -96,6 +100,19 @@ def add_parsers(sub) -> None:
 
 
 # -- commands ---------------------------------------------------------------------------------
+@contextmanager
+def _needs_qt(what: str) -> Iterator[None]:
+    """A machine without PySide6 / pyqtgraph (a bare GPU box) gets one line, not a traceback."""
+    try:
+        yield
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in QT_MODULES:
+            raise
+        raise MatvizError(
+            f"{what} draws with Qt, but {exc.name.split('.')[0]} is not installed: pip install -e ."
+        ) from None
+
+
 def _progress_bar(done: int, total: int) -> None:
     """A frame counter on a terminal; nothing when stderr is a file or a pipe."""
     if sys.stderr.isatty():
@@ -131,7 +148,8 @@ def cmd_export(args) -> int:
         from matviz.app.export_job import ExportJob  # Qt is imported when rendering starts
 
         job = ExportJob(trace, opts, args.output)  # checks times and block first
-        job.run(_progress_bar)
+        with _needs_qt("--format " + opts.format):
+            job.run(_progress_bar)
         w, h = opts.size
         what = f"{job.total} frame{'s' * (job.total > 1)} of {opts.view_label} at {w}x{h}"
     mib = args.output.stat().st_size / 2**20
@@ -149,17 +167,17 @@ def _check_suffix(path: Path, suffix: str, what: str) -> None:
 
 
 def cmd_sweep(args) -> int:
+    from matviz.core.catalog import get_kernel
     from matviz.export import sweep
 
     _check_suffix(args.output, ".csv", "output")
     if args.plot is not None:
         _check_suffix(args.plot, ".png", "plot")
-    rows = sweep.plan(args.kernel, args.tile, args.pad, args.M, args.N, args.K, "sim", args.level)
+    get_kernel(args.kernel)  # an unknown kernel is the one error, before any note
     backend, note = choose_backend(args.backend)
     if note:
         print(f"note: {note}", file=sys.stderr)
-    for row in rows:
-        row.backend = backend
+    rows = sweep.plan(args.kernel, args.tile, args.pad, args.M, args.N, args.K, backend, args.level)
 
     def progress(i: int, total: int, row, finished: bool) -> None:
         if not finished:
@@ -174,9 +192,10 @@ def cmd_sweep(args) -> int:
     sweep.write_csv(rows, args.output)
     print(f"saved      {args.output}")
     if args.plot is not None:
-        from matviz.app.sweep_plot import render_plot  # Qt only for the picture
+        with _needs_qt("--plot"):
+            from matviz.app.sweep_plot import render_plot  # Qt only for the picture
 
-        render_plot(rows, args.plot)
+            render_plot(rows, args.plot)
         print(f"saved      {args.plot}")
     return 0
 

@@ -8,12 +8,13 @@ an error, Ctrl-C) removes it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
+from matviz.core.runs import RunPoint
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 from matviz.export import options as opt
@@ -35,8 +36,15 @@ class ExportJob:
     Everything the user can get wrong is checked in the constructor (MatvizError).
     """
 
-    def __init__(self, trace: Trace, opts: opt.ExportOptions, out: str | Path) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        opts: opt.ExportOptions,
+        out: str | Path,
+        runs: Sequence[RunPoint] | None = None,  # throughput points (default: this trace's)
+    ) -> None:
         opt.check(opts)
+        self.runs = list(runs) if runs else None
         self.trace, self.opts = trace, opts
         self.path = Path(out)
         opt.format_for(self.path, opts.format)
@@ -59,12 +67,14 @@ class ExportJob:
         with self._guard():
             if self.opts.format == "perfetto":
                 self._pieces = perfetto.iter_json(self.trace)
-                self._file = open(self.output.tmp, "wb")  # noqa: SIM115 (closed in finish/abort)
+                self._file = perfetto.open_output(self.output.tmp, self.path)  # closed in finish
                 return
             from matviz.app.export_render import FrameRenderer, key_colours
 
             o = self.opts
-            self.renderer = FrameRenderer(self.trace, o.views, o.size, self.block, o.caption)
+            self.renderer = FrameRenderer(
+                self.trace, o.views, o.size, self.block, o.caption, self.runs
+            )
             pal = None
             if o.format == "gif":
                 picks = np.unique(np.linspace(0, len(self.times) - 1, PALETTE_SAMPLES).round())
@@ -101,7 +111,7 @@ class ExportJob:
 
     def abort(self) -> None:
         """Stop and remove the partial file; safe to call at any time, more than once."""
-        for closer in (getattr(self._file, "close", None), getattr(self.writer, "close", None)):
+        for closer in (getattr(self._file, "close", None), getattr(self.writer, "abort", None)):
             if closer is not None:
                 try:
                     closer()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 import numpy as np
 from PySide6.QtCore import (
@@ -23,7 +24,14 @@ from PySide6.QtCore import (
     qInstallMessageHandler,
 )
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QApplication, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QLabel,
+    QSizePolicy,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from matviz.app.i18n import tr
 from matviz.app.session import Session
@@ -47,7 +55,7 @@ VIEW_CLASSES = {
 # Smallest logical size at which each view's texts and panels fit; smaller outputs are
 # rendered at this size (same aspect as asked) and scaled down.
 LAYOUT_MIN = {
-    "all": (1600, 900),
+    "all": (1760, 990),
     "grid": (640, 520),
     "sm": (900, 520),
     "tiles": (960, 600),
@@ -121,12 +129,12 @@ class FrameRenderer:
         size: tuple[int, int],
         block: int,
         caption: bool = True,
+        runs: Sequence[RunPoint] | None = None,
     ) -> None:
         self.app = ensure_app()
         self.trace = trace
         self.size = size
         self.logical = logical_size(views, size)
-        self.timeline = Timeline(trace)
         self.session = Session()
 
         self.container = QWidget()
@@ -141,22 +149,26 @@ class FrameRenderer:
         box.addWidget(self._compose(views), 1)
         self.caption: QLabel | None = None
         if caption:
-            px = max(12, round(self.logical[1] / 48))
+            px = max(12, round(self.logical[1] / 52))
             self.caption = QLabel(textFormat=Qt.RichText)
+            # A longer caption must never widen the frame (the layout would shift): clip it.
+            self.caption.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
             self.caption.setStyleSheet(
                 f"background: {CAPTION_BACKGROUND}; color: #1e1e1e; font-size: {px}px;"
                 f"padding: {px // 3}px {px // 2}px; border-top: 1px solid #c8c8cc"
             )
             box.addWidget(self.caption)
-        self.container.resize(*self.logical)
+        self.container.setFixedSize(*self.logical)  # frames never change their layout size
         self.container.show()
         self._apply_shares()
         # As in the main window: views laid out first, then the trace arrives (pyqtgraph's
         # layouts keep odd row heights when they first meet their content before a resize).
         QCoreApplication.processEvents()
         self.session.set_trace(trace)
-        self.session.add_run(RunPoint.from_trace(trace))  # the throughput plot's one point
+        for point in runs if runs else [RunPoint.from_trace(trace)]:  # the throughput plot
+            self.session.add_run(point)
         self.session.select_block(block)
+        self.timeline: Timeline = self.session.timeline
         for _ in range(5):  # nested layouts (widgets, then pyqtgraph's) settle in a few rounds
             QCoreApplication.processEvents()
 
@@ -165,9 +177,10 @@ class FrameRenderer:
         make = {name: lambda n=name: self._view(n) for name in VIEW_CLASSES}
         if views != ("all",):
             return self._split(Qt.Horizontal, [(make[v](), 1) for v in views])
+        # The main window's arrangement, with more height for the tiles view: its legend needs
+        # ~240 px, or the second row of its panels (A, C, Bs) collapses.
         top = self._split(Qt.Horizontal, [(make["grid"](), 45), (make["sm"](), 55)])
-        # The tiles view's legend needs height, or its second row of panels collapses.
-        left = self._split(Qt.Vertical, [(top, 43), (make["tiles"](), 57)])
+        left = self._split(Qt.Vertical, [(top, 40), (make["tiles"](), 60)])
         right = self._split(Qt.Vertical, [(make["banks"](), 45), (make["throughput"](), 55)])
         return self._split(Qt.Horizontal, [(left, 62), (right, 38)])
 
@@ -199,17 +212,21 @@ class FrameRenderer:
         state, ktile = self.timeline.block_phase(block, t_ns)
         b = trace.blocks[block]
         colour = palette.hexcolor(palette.STATE_COLORS.get(state, palette.FOREGROUND))
-        phase = tr(palette.STATE_NAMES.get(state, "running"))
+        phase = f"<span style='color:{colour}'>&#9632;</span> <b>"
+        phase += tr(palette.STATE_NAMES.get(state, "running")) + "</b>"
         if ktile >= 0 and state != BlockState.DONE:
-            phase += " · " + tr("k-tile {k}").format(k=ktile + 1) + f"/{trace.n_tiles}"
-        t_us, end_us = t_ns / 1000, trace.duration_ns / 1000
+            phase += ", " + tr("k-tile {k}").format(k=ktile + 1) + f"/{trace.n_tiles}"
+        params = " ".join(
+            f"{'T' if k == 'tile' else k.upper()}={v}" for k, v in trace.params.items()
+        )
+        m, n, k = trace.shape
+        dot = " &nbsp;·&nbsp; "
         return (
-            f"<b>t = {t_us:,.1f} µs</b> / {end_us:,.1f} µs &nbsp;·&nbsp; "
+            f"<b>t = {t_ns / 1000:,.1f}</b> / {trace.duration_ns / 1000:,.1f} µs{dot}"
             + tr("block ({bx}, {by}) on SM {sm}").format(
                 bx=int(b["bx"]), by=int(b["by"]), sm=int(b["smid"])
             )
-            + f": <b style='color:{colour}'>{phase}</b> &nbsp;·&nbsp; "
-            + f"{palette.config_text(trace)} &nbsp;·&nbsp; "
+            + f": {phase}{dot}<b>{trace.kernel}</b> {params}{dot}{m}×{n}×{k}{dot}"
             + palette.source_html(trace, trace.provenance)
         )
 

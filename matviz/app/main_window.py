@@ -151,12 +151,16 @@ class MainWindow(QMainWindow):
         self.open_action.triggered.connect(self._open_dialog)
         self.save_action = QAction(self, shortcut=QKeySequence.SaveAs)
         self.save_action.triggered.connect(self._save_dialog)
+        self.export_action = QAction(self, shortcut=QKeySequence("Ctrl+E"))
+        self.export_action.triggered.connect(self.open_export_dialog)
+        self.export_dialog = None
         self.recent_menu = self.file_menu.addMenu("")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         self.quit_action = QAction(self, shortcut=QKeySequence.Quit)
         self.quit_action.triggered.connect(self.close)
         self.file_menu.insertAction(self.recent_menu.menuAction(), self.open_action)
         self.file_menu.addAction(self.save_action)
+        self.file_menu.addAction(self.export_action)
         self.file_menu.addSeparator()
         self.file_menu.addAction(self.quit_action)
 
@@ -305,6 +309,21 @@ class MainWindow(QMainWindow):
         if name:
             self.save_trace(name)
 
+    def open_export_dialog(self) -> None:
+        """File -> Export…: one dialog per window, refreshed from the trace each time."""
+        if self.session.trace is None:
+            return
+        if self.export_dialog is None:
+            from matviz.app.export_dialog import ExportDialog  # imageio loads only when asked
+
+            self.export_dialog = ExportDialog(self.session, self)
+            self.export_dialog.exported.connect(
+                lambda path: self.status.show_note(tr("Exported {path}").format(path=path))
+            )
+        self.export_dialog.sync_from_session()
+        self.export_dialog.show()
+        self.export_dialog.raise_()
+
     def _dialog_dir(self) -> Path:
         recent = self.recent_files()
         return Path(recent[0]).parent if recent else BUNDLED_TRACE.parent
@@ -325,6 +344,7 @@ class MainWindow(QMainWindow):
         self.file_menu.setTitle(tr("&File"))
         self.open_action.setText(tr("&Open trace…"))
         self.save_action.setText(tr("&Save trace as…"))
+        self.export_action.setText(tr("&Export…"))
         self.recent_menu.setTitle(tr("&Recent files"))
         self.quit_action.setText(tr("&Quit"))
         self.view_menu.setTitle(tr("&View"))

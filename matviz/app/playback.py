@@ -20,6 +20,7 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 FRAME_MS = 16  # ~60 fps
 SLIDER_STEPS = 100_000
 
+
 def format_time(ns: float, duration_ns: float) -> str:
     """``ns`` in the unit that suits the whole kernel: µs below 10 ms, else ms."""
     if duration_ns < 10_000_000:

@@ -13,174 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from matviz.core import banks, catalog, metrics
+from matviz.core import explain_texts as txt
+from matviz.core.explain_texts import TEMPLATES  # noqa: F401  (the app and tests use it here)
 from matviz.core.timeline import BlockState, Timeline
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 
 Tr = Callable[[str], str]
-
-# -- titles ---------------------------------------------------------------------------------
-TITLE_WAITING = "Block ({bx}, {by}): waiting"
-TITLE_LOADING = "Block ({bx}, {by}): loading k-tile t = {t}"
-TITLE_BARRIER_1 = "Block ({bx}, {by}): at barrier 1 of k-tile t = {t}"
-TITLE_BARRIER_2 = "Block ({bx}, {by}): at barrier 2 of k-tile t = {t}"
-TITLE_COMPUTING = "Block ({bx}, {by}): computing k-tile t = {t}"
-TITLE_DONE = "Block ({bx}, {by}): done"
-TITLE_RUNNING = "Block ({bx}, {by}): running"
-TITLE_PROLOGUE = "Block ({bx}, {by}): starting"
-TITLE_EPILOGUE = "Block ({bx}, {by}): writing C"
-
-# -- what the block is doing ----------------------------------------------------------------
-WAITING_FIRST = (
-    "Block ({bx}, {by}) has not started yet. It is block {index} of {blocks} in launch order, "
-    "in the first wave, so a slot is free for it: the GPU just hands blocks to the SMs one "
-    "after another. It starts on SM {sm} at {start}, {wait} from now."
-)
-WAITING_LATER = (
-    "Block ({bx}, {by}) has not started: every SM slot is still taken by earlier blocks. It is "
-    "block {index} of {blocks} in launch order, so it runs in wave {wave} of {waves}; it "
-    "starts on SM {sm} at {start}, {wait} from now, when a block there finishes."
-)
-WAITING_OCCUPANCY = (
-    "One SM holds at most {per_sm} blocks of this kernel at once (limited by {limiter}), "
-    "{resident} on the whole GPU."
-)
-LOADING = (
-    "Block ({bx}, {by}) on SM {sm} is loading k-tile t = {t} of {n}: its {threads} threads "
-    "each copy one element of A and one of B into shared memory (As, Bs), then wait at the "
-    "first __syncthreads so the tiles are complete before anyone reads them."
-)
-BARRIER_1 = (
-    "Block ({bx}, {by}) on SM {sm} waits at the first __syncthreads of k-tile t = {t}: warp "
-    "{slow} arrived last, and the other {others} warps waited up to {max_wait} for it "
-    "(on average {mean_wait}). The barrier opens only when every warp has stored its part of "
-    "As and Bs, so no thread reads an incomplete tile."
-)
-BARRIER_2 = (
-    "Block ({bx}, {by}) on SM {sm} waits at the second __syncthreads of k-tile t = {t}: warp "
-    "{slow} finished its multiply-adds last, and the other {others} warps waited up to "
-    "{max_wait} for it (on average {mean_wait}). The barrier stops anyone overwriting As and "
-    "Bs with the next tile while another warp still reads them."
-)
-COMPUTING = (
-    "Block ({bx}, {by}) on SM {sm} is computing k-tile t = {t} of {n}: all {threads} threads "
-    "multiply-accumulate {tile} products from As and Bs into the sum kept in a register; the "
-    "second __syncthreads stops anyone overwriting the tiles while another warp still reads "
-    "them."
-)
-DONE = (
-    "Block ({bx}, {by}) finished at {end} after {run} on SM {sm}. Each of its {threads} threads "
-    "wrote its element of C once, from the sum in its register (§14)."
-)
-RUNNING_SAMPLED = (
-    "Block ({bx}, {by}) is running on SM {sm}, from {begin} to {end} ({dur}). The trace kept "
-    "per-tile marks for only one block in {every}, to stay within its size budget, so which "
-    "k-tile this one is on was not recorded; the sampled blocks around it show the phases."
-)
-RUNNING_NAIVE = (
-    "Block ({bx}, {by}) of the naive kernel is running on SM {sm}, from {begin} to {end} "
-    "({dur}). There are no tiles and no per-tile marks: each of its {threads} threads reads "
-    "its row of A and its column of B straight from global memory, 2·K = {loads} loads for "
-    "K = {K} multiply-adds, and keeps the sum in a register."
-)
-RUNNING_NO_PHASES = (
-    "Block ({bx}, {by}) is running on SM {sm}, from {begin} to {end} ({dur}). This trace was "
-    "recorded without per-tile marks, so it shows only when each block started and ended; "
-    "record at level 2 or higher to see its k-tiles."
-)
-PROLOGUE = (
-    "Block ({bx}, {by}) has just started on SM {sm}: each thread works out its row and column "
-    "from blockIdx and threadIdx and sets sum = 0 in a register. Its first tile loads go out "
-    "at {next}."
-)
-EPILOGUE = (
-    "Block ({bx}, {by}) on SM {sm} has passed the last barrier of all {n} k-tiles: each thread "
-    "now writes its sum from a register to C, once."
-)
-PHASE_TIME = "In this trace this phase lasts {dur}, from {begin} to {end}."
-
-# -- data reuse and edges ---------------------------------------------------------------------
-REUSE_TILED = (
-    "Data reuse: per k-tile the block loads 2·T² = {loads} floats from global memory and does "
-    "T³ = {fmas} FMAs with them, so each loaded float is used {tile} times (§13). Over the "
-    "whole kernel the blocks load {issued} of A and B; the formula 2mnk/b × 4 B gives "
-    "{formula}, where the naive kernel would load 2mnk × 4 B = {naive}."
-)
-REUSE_NAIVE = (
-    "No data reuse through shared memory: the kernel issues 2mnk loads, {issued} from global "
-    "memory in all (the caches absorb part of it). A tiled kernel with b = {tile} would need "
-    "2mnk/b × 4 B = {formula} (§5-6)."
-)
-EDGE_TILED = (
-    "This is an edge block ({what}): out-of-range elements of A and B are stored in shared "
-    "memory as 0, so the inner loop needs no test, and the store to C is guarded by "
-    "row < M && col < N (§26)."
-)
-EDGE_NAIVE = (
-    "This is an edge block ({what}): threads outside C skip all work, guarded by "
-    "if (row < M && col < N) (§26)."
-)
-EDGE_ROWS = "only {rows} of its {tile} rows lie inside M = {M}"
-EDGE_COLS = "only {cols} of its {tile} columns lie inside N = {N}"
-EDGE_K = "its last k-tile holds only {krem} of {tile} values of K = {K}"
-EDGE_SEP = "; "
-
-# -- lesson sections ------------------------------------------------------------------------
-CONCEPT_WAITING = "Lesson 8 §17: blocks per SM (occupancy) and waves"
-CONCEPT_LOADING = "Lesson 8 §8, §11: tiles into shared memory, the first __syncthreads"
-CONCEPT_BARRIER_1 = "Lesson 8 §11: the first __syncthreads"
-CONCEPT_BARRIER_2 = "Lesson 8 §12: the second __syncthreads"
-CONCEPT_COMPUTING = "Lesson 8 §12-14: multiply-add from shared memory, sum in a register"
-CONCEPT_DONE = "Lesson 8 §14: the result is written once"
-CONCEPT_RUNNING = "Lesson 8 §9-10: the k-tile loop"
-CONCEPT_NAIVE = "Lesson 8 §4-5: the naive kernel re-reads global memory"
-CONCEPT_PROLOGUE = "Lesson 8 §3: 2-D grid, each thread finds its row and column"
-CONCEPT_EPILOGUE = "Lesson 8 §14, §26: one guarded write of C"
-
-# -- facts about the whole run --------------------------------------------------------------
-FACT_SIMULATED = "Simulated: these times come from a model of the {device}, not a measurement."
-FACT_RECORDED = "Recorded on {device} (timer: {timer})."
-FACT_RATE = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}: {pct}% of cuBLAS ({cublas} GFLOP/s)."
-FACT_RATE_ONLY = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}."
-FACT_WAVES = (
-    "{blocks} blocks ran in {waves} waves: at most {resident} at once, {lo}-{hi} blocks per SM "
-    "over the run, on {sms} SMs."
-)
-FACT_ONE_WAVE = (
-    "All {blocks} blocks fit on the GPU at once (one wave): {lo}-{hi} blocks per SM, on {sms} SMs."
-)
-FACT_OCCUPANCY = (
-    "At most {per_sm} blocks fit on one SM at a time, limited by {limiter} ({registers} "
-    "registers per thread)."
-)
-FACT_SMEM = (
-    "Each block keeps As and Bs in {smem} of shared memory: 2 × {tile} × {tile} floats × 4 B."
-)
-FACT_SMEM_PAD = (
-    "Each block keeps As and Bs in {smem} of shared memory: 2 × {tile} × ({tile} + {pad}) "
-    "floats × 4 B, of which {padding} is padding."
-)
-FACT_NO_SMEM = (
-    "The naive kernel uses no shared memory: every thread reads A and B from global memory."
-)
-FACT_BANKS = "Worst shared-memory bank conflict in the probed warp: {degree}-way, at {site}."
-FACT_NO_CONFLICT = "The probed warp's shared-memory accesses are free of bank conflicts."
-FACT_GLOBAL = "Global memory: the kernel loads {issued}; the lesson's formula gives {formula}."
-FACT_SAMPLED = "Per-tile phases were kept for {kept} of {blocks} blocks."
-
-LIMITERS = {
-    "blocks": "block slots per SM",
-    "threads": "threads per SM",
-    "warps": "warps per SM",
-    "shared_memory": "shared memory per SM",
-    "registers": "registers per SM",
-}
-
-TEMPLATES: tuple[str, ...] = tuple(
-    value
-    for name, value in sorted(globals().items())
-    if name.isupper() and isinstance(value, str) and name != "TEMPLATES"
-) + tuple(LIMITERS.values())
 
 
 @dataclass(frozen=True)
@@ -255,14 +94,16 @@ def _edge(trace: Trace, bx: int, by: int, lay: dict, tr: Tr) -> str:
     gx, gy = trace.grid
     parts = []
     if by == gy - 1 and M % T:
-        parts.append(tr(EDGE_ROWS).format(rows=M % T, tile=T, M=M))
+        parts.append(tr(txt.EDGE_ROWS).format(rows=M % T, tile=T, M=M))
     if bx == gx - 1 and N % T:
-        parts.append(tr(EDGE_COLS).format(cols=N % T, tile=T, N=N))
+        parts.append(tr(txt.EDGE_COLS).format(cols=N % T, tile=T, N=N))
     if lay["tiled"] and K % T:
-        parts.append(tr(EDGE_K).format(krem=K % T, tile=T, K=K))
+        parts.append(tr(txt.EDGE_K).format(krem=K % T, tile=T, K=K))
     if not parts:
         return ""
-    return tr(EDGE_TILED if lay["tiled"] else EDGE_NAIVE).format(what=tr(EDGE_SEP).join(parts))
+    return tr(txt.EDGE_TILED if lay["tiled"] else txt.EDGE_NAIVE).format(
+        what=tr(txt.EDGE_SEP).join(parts)
+    )
 
 
 def _reuse(trace: Trace, lay: dict, tr: Tr) -> tuple[str, dict]:
@@ -274,7 +115,7 @@ def _reuse(trace: Trace, lay: dict, tr: Tr) -> tuple[str, dict]:
         if moved is None:
             return "", {}
         issued, formula = moved
-        text = tr(REUSE_TILED).format(
+        text = tr(txt.REUSE_TILED).format(
             loads=2 * T * T,
             fmas=T**3,
             tile=T,
@@ -286,7 +127,7 @@ def _reuse(trace: Trace, lay: dict, tr: Tr) -> tuple[str, dict]:
         return text, nums | {"global_bytes": round(issued), "formula_bytes": round(formula)}
     issued = moved[0] if moved else naive
     formula = metrics.global_load_bytes_formula(M, N, K, T)
-    text = tr(REUSE_NAIVE).format(issued=fmt_bytes(issued), tile=T, formula=fmt_bytes(formula))
+    text = tr(txt.REUSE_NAIVE).format(issued=fmt_bytes(issued), tile=T, formula=fmt_bytes(formula))
     return text, {"loads_per_thread": 2 * K, "global_bytes": round(issued)}
 
 
@@ -319,25 +160,25 @@ def explain(
         "threads": lay["threads"],
         "tile": lay["tile"],
     }
-    timed = True  # append PHASE_TIME unless the text already gives the times
+    timed = True  # append txt.PHASE_TIME unless the text already gives the times
 
     if state == BlockState.WAITING:
         resident = max(timeline.max_resident, 1)
         wave, waves = block // resident + 1, -(-len(trace.blocks) // resident)
         fill = {"index": block, "blocks": len(trace.blocks), "wave": wave, "waves": waves}
         fill |= {"start": fmt_ns(start), "wait": fmt_ns(start - t_ns)}
-        text = tr(WAITING_FIRST if wave == 1 else WAITING_LATER).format(**base, **fill)
+        text = tr(txt.WAITING_FIRST if wave == 1 else txt.WAITING_LATER).format(**base, **fill)
         occ = trace.manifest.get("occupancy")
         if occ:
-            limiter = tr(LIMITERS.get(occ["limiter"], occ["limiter"]))
+            limiter = tr(txt.LIMITERS.get(occ["limiter"], occ["limiter"]))
             fit = {"per_sm": occ["blocks_per_sm"], "resident": occ["resident_blocks"]}
-            text = _join(text, tr(WAITING_OCCUPANCY).format(**fit, limiter=limiter))
+            text = _join(text, tr(txt.WAITING_OCCUPANCY).format(**fit, limiter=limiter))
             nums["blocks_per_sm"] = int(occ["blocks_per_sm"])
-        title, concept, timed = TITLE_WAITING, CONCEPT_WAITING, False
+        title, concept, timed = txt.TITLE_WAITING, txt.CONCEPT_WAITING, False
         nums |= {"wave": wave, "waves": waves, "start_ns": start}
     elif state == BlockState.LOADING:
-        text = tr(LOADING).format(**base)
-        title, concept = TITLE_LOADING, CONCEPT_LOADING
+        text = tr(txt.LOADING).format(**base)
+        title, concept = txt.TITLE_LOADING, txt.CONCEPT_LOADING
     elif state == BlockState.AT_BARRIER:
         prow = timeline.phase_row(block)
         second = prow is not None and t_ns >= trace.loaded[prow, k]
@@ -347,41 +188,41 @@ def explain(
         mean = float(others.mean()) if len(others) else 0.0
         fill = {"slow": slow, "others": len(others), "max_wait": fmt_ns(waits.max())}
         fill["mean_wait"] = fmt_ns(mean)
-        text = tr(BARRIER_2 if second else BARRIER_1).format(**base, **fill)
-        title = TITLE_BARRIER_2 if second else TITLE_BARRIER_1
-        concept = CONCEPT_BARRIER_2 if second else CONCEPT_BARRIER_1
+        text = tr(txt.BARRIER_2 if second else txt.BARRIER_1).format(**base, **fill)
+        title = txt.TITLE_BARRIER_2 if second else txt.TITLE_BARRIER_1
+        concept = txt.CONCEPT_BARRIER_2 if second else txt.CONCEPT_BARRIER_1
         nums |= {"barrier": 2 if second else 1, "slowest_warp": slow}
         nums |= {"max_wait_ns": int(waits.max()), "mean_wait_ns": round(mean, 1)}
     elif state == BlockState.COMPUTING:
-        text = tr(COMPUTING).format(**base, tile=lay["tile"])
-        title, concept = TITLE_COMPUTING, CONCEPT_COMPUTING
+        text = tr(txt.COMPUTING).format(**base, tile=lay["tile"])
+        title, concept = txt.TITLE_COMPUTING, txt.CONCEPT_COMPUTING
     elif state == BlockState.DONE:
-        text = tr(DONE).format(**base, end=fmt_ns(end), run=fmt_ns(end - start))
-        title, concept, timed = TITLE_DONE, CONCEPT_DONE, False
+        text = tr(txt.DONE).format(**base, end=fmt_ns(end), run=fmt_ns(end - start))
+        title, concept, timed = txt.TITLE_DONE, txt.CONCEPT_DONE, False
         nums["run_ns"] = end - start
     elif (prow := timeline.phase_row(block)) is not None:  # a sampled block's prologue/epilogue
         if t_ns < trace.issue[prow, 0]:
-            text = tr(PROLOGUE).format(**base, next=fmt_ns(stop))
-            title, concept = TITLE_PROLOGUE, CONCEPT_PROLOGUE
+            text = tr(txt.PROLOGUE).format(**base, next=fmt_ns(stop))
+            title, concept = txt.TITLE_PROLOGUE, txt.CONCEPT_PROLOGUE
         else:
-            text = tr(EPILOGUE).format(**base)
-            title, concept = TITLE_EPILOGUE, CONCEPT_EPILOGUE
+            text = tr(txt.EPILOGUE).format(**base)
+            title, concept = txt.TITLE_EPILOGUE, txt.CONCEPT_EPILOGUE
     elif lay["tiled"]:
         every = trace.manifest.get("sampling", {}).get("phase_every")
         if not isinstance(every, int):
             every = max(1, round(len(trace.blocks) / max(len(trace.phase_blocks), 1)))
         sampled = len(trace.phase_blocks) > 0
-        text = tr(RUNNING_SAMPLED if sampled else RUNNING_NO_PHASES).format(
+        text = tr(txt.RUNNING_SAMPLED if sampled else txt.RUNNING_NO_PHASES).format(
             **base, **span, every=every
         )
-        title, concept, timed = TITLE_RUNNING, CONCEPT_RUNNING, False
+        title, concept, timed = txt.TITLE_RUNNING, txt.CONCEPT_RUNNING, False
     else:
         K = trace.shape[2]
-        text = tr(RUNNING_NAIVE).format(**base, **span, loads=2 * K, K=K)
-        title, concept, timed = TITLE_RUNNING, CONCEPT_NAIVE, False
+        text = tr(txt.RUNNING_NAIVE).format(**base, **span, loads=2 * K, K=K)
+        title, concept, timed = txt.TITLE_RUNNING, txt.CONCEPT_NAIVE, False
 
     if timed:
-        text = _join(text, tr(PHASE_TIME).format(**span))
+        text = _join(text, tr(txt.PHASE_TIME).format(**span))
     reuse, extra = _reuse(trace, lay, tr)
     nums |= extra
     paragraphs = [text, reuse, _edge(trace, bx, by, lay, tr)]
@@ -408,10 +249,10 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     lay = _layout(trace)
     facts = []
     if trace.is_simulated:
-        facts.append(tr(FACT_SIMULATED).format(device=device))
+        facts.append(tr(txt.FACT_SIMULATED).format(device=device))
     else:
         timer = m["timer"].get("name", "?") if isinstance(m["timer"], dict) else m["timer"]
-        facts.append(tr(FACT_RECORDED).format(device=device, timer=timer))
+        facts.append(tr(txt.FACT_RECORDED).format(device=device, timer=timer))
 
     ms = stats.get("time_ms_median")
     if isinstance(ms, (int, float)) and ms > 0:
@@ -420,9 +261,9 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
         rate = {"gflops": f"{gflops:.1f}", "M": M, "N": N, "K": K, "time": fmt_ns(ms * 1e6)}
         if cublas:
             pct = f"{100 * gflops / cublas:.1f}"
-            facts.append(tr(FACT_RATE).format(**rate, pct=pct, cublas=f"{cublas:.0f}"))
+            facts.append(tr(txt.FACT_RATE).format(**rate, pct=pct, cublas=f"{cublas:.0f}"))
         else:
-            facts.append(tr(FACT_RATE_ONLY).format(**rate))
+            facts.append(tr(txt.FACT_RATE_ONLY).format(**rate))
 
     per_sm = metrics.blocks_per_sm_histogram(trace)
     used = per_sm[per_sm > 0]
@@ -430,12 +271,12 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     waves = -(-len(trace.blocks) // resident) if resident else 0  # metrics.waves, reusing resident
     fill = {"blocks": len(trace.blocks), "waves": waves, "resident": resident, "sms": len(used)}
     fill |= {"lo": int(used.min()) if len(used) else 0, "hi": int(used.max()) if len(used) else 0}
-    facts.append(tr(FACT_WAVES if waves > 1 else FACT_ONE_WAVE).format(**fill))
+    facts.append(tr(txt.FACT_WAVES if waves > 1 else txt.FACT_ONE_WAVE).format(**fill))
     occ = m.get("occupancy")
     if occ:
-        limiter = tr(LIMITERS.get(occ["limiter"], occ["limiter"]))
+        limiter = tr(txt.LIMITERS.get(occ["limiter"], occ["limiter"]))
         facts.append(
-            tr(FACT_OCCUPANCY).format(
+            tr(txt.FACT_OCCUPANCY).format(
                 per_sm=occ["blocks_per_sm"], limiter=limiter, registers=occ["registers"]
             )
         )
@@ -446,22 +287,22 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
         if pad:
             padding = fmt_bytes(2 * T * pad * 4)
             fill = {"smem": fmt_bytes(smem), "tile": T, "pad": pad, "padding": padding}
-            facts.append(tr(FACT_SMEM_PAD).format(**fill))
+            facts.append(tr(txt.FACT_SMEM_PAD).format(**fill))
         else:
-            facts.append(tr(FACT_SMEM).format(smem=fmt_bytes(smem), tile=T))
+            facts.append(tr(txt.FACT_SMEM).format(smem=fmt_bytes(smem), tile=T))
     else:
-        facts.append(tr(FACT_NO_SMEM))
+        facts.append(tr(txt.FACT_NO_SMEM))
     moved = _global_bytes(trace)
     if moved:
         issued, formula = (fmt_bytes(b) for b in moved)
-        facts.append(tr(FACT_GLOBAL).format(issued=issued, formula=formula))
+        facts.append(tr(txt.FACT_GLOBAL).format(issued=issued, formula=formula))
     if len(trace.phase_blocks) and len(trace.phase_blocks) < len(trace.blocks):
         kept = len(trace.phase_blocks)
-        facts.append(tr(FACT_SAMPLED).format(kept=kept, blocks=len(trace.blocks)))
+        facts.append(tr(txt.FACT_SAMPLED).format(kept=kept, blocks=len(trace.blocks)))
     if len(trace.probe):
         degree, site = _worst_conflict(trace)
         if degree > 1:
-            facts.append(tr(FACT_BANKS).format(degree=degree, site=site))
+            facts.append(tr(txt.FACT_BANKS).format(degree=degree, site=site))
         else:
-            facts.append(tr(FACT_NO_CONFLICT))
+            facts.append(tr(txt.FACT_NO_CONFLICT))
     return facts

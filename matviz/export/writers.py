@@ -35,6 +35,9 @@ class FrameWriter(Protocol):
 
     def close(self) -> None: ...
 
+    def abort(self) -> None:
+        """Release the file without finishing it (the caller deletes it)."""
+
 
 class FixedPalette:
     """At most 255 colours and a lookup table from 6-bit-per-channel RGB to the nearest one."""
@@ -102,6 +105,13 @@ class GifWriter:
     def close(self) -> None:
         self.file.close()  # Pillow encodes and writes every frame now
 
+    def abort(self) -> None:
+        # Drop the frames imageio holds for Pillow, or closing would encode them all first.
+        pending = getattr(self.file, "images_to_write", None)
+        if pending is not None:
+            pending.clear()
+        self.file.close()
+
 
 class Mp4Writer:
     def __init__(self, path: Path, fps: float) -> None:
@@ -124,6 +134,9 @@ class Mp4Writer:
     def close(self) -> None:
         self.file.close()
 
+    def abort(self) -> None:
+        self.file.close()  # ffmpeg ends the partial video; the caller deletes it
+
 
 class PngWriter:
     def __init__(self, path: Path) -> None:
@@ -137,6 +150,9 @@ class PngWriter:
         if self.frame is None:
             raise MatvizError("no frame was rendered")
         iio.imwrite(self.path, self.frame, extension=".png")
+
+    def abort(self) -> None:
+        self.frame = None
 
 
 def open_writer(fmt: str, path: Path, fps: float, n_frames: int, palette: FixedPalette | None):

@@ -16,6 +16,8 @@ from matviz.core import metrics
 H200 = {"name": "NVIDIA H200", "sm_count": 132, "clock_mhz": 1980, "fp32_fma_per_clk_per_sm": 128}
 CUBLAS_COLOR = (120, 60, 160)
 PEAK_COLOR = (90, 90, 90)
+
+
 def peak_gflops(device: dict | None) -> tuple[float, dict]:
     """FP32 peak = SMs x FMA/clk x 2 FLOP x clock; H200 figures where the device lacks them."""
     dev = dict(H200)

@@ -1,0 +1,168 @@
+"""The English source texts of the explanations, one module constant per template.
+
+``TEMPLATES`` lists them all; ``resources/i18n/zh_CN_explain.json`` translates every one, with the
+same ``{placeholders}`` (a test checks both).
+"""
+
+# -- titles ---------------------------------------------------------------------------------
+TITLE_WAITING = "Block ({bx}, {by}): waiting"
+TITLE_LOADING = "Block ({bx}, {by}): loading k-tile t = {t}"
+TITLE_BARRIER_1 = "Block ({bx}, {by}): at barrier 1 of k-tile t = {t}"
+TITLE_BARRIER_2 = "Block ({bx}, {by}): at barrier 2 of k-tile t = {t}"
+TITLE_COMPUTING = "Block ({bx}, {by}): computing k-tile t = {t}"
+TITLE_DONE = "Block ({bx}, {by}): done"
+TITLE_RUNNING = "Block ({bx}, {by}): running"
+TITLE_PROLOGUE = "Block ({bx}, {by}): starting"
+TITLE_EPILOGUE = "Block ({bx}, {by}): writing C"
+
+# -- what the block is doing ----------------------------------------------------------------
+WAITING_FIRST = (
+    "Block ({bx}, {by}) has not started yet. It is block {index} of {blocks} in launch order, "
+    "in the first wave, so a slot is free for it: the GPU just hands blocks to the SMs one "
+    "after another. It starts on SM {sm} at {start}, {wait} from now."
+)
+WAITING_LATER = (
+    "Block ({bx}, {by}) has not started: every SM slot is still taken by earlier blocks. It is "
+    "block {index} of {blocks} in launch order, so it runs in wave {wave} of {waves}; it "
+    "starts on SM {sm} at {start}, {wait} from now, when a block there finishes."
+)
+WAITING_OCCUPANCY = (
+    "One SM holds at most {per_sm} blocks of this kernel at once (limited by {limiter}), "
+    "{resident} on the whole GPU."
+)
+LOADING = (
+    "Block ({bx}, {by}) on SM {sm} is loading k-tile t = {t} of {n}: its {threads} threads "
+    "each copy one element of A and one of B into shared memory (As, Bs), then wait at the "
+    "first __syncthreads so the tiles are complete before anyone reads them."
+)
+BARRIER_1 = (
+    "Block ({bx}, {by}) on SM {sm} waits at the first __syncthreads of k-tile t = {t}: warp "
+    "{slow} arrived last, and the other {others} warps waited up to {max_wait} for it "
+    "(on average {mean_wait}). The barrier opens only when every warp has stored its part of "
+    "As and Bs, so no thread reads an incomplete tile."
+)
+BARRIER_2 = (
+    "Block ({bx}, {by}) on SM {sm} waits at the second __syncthreads of k-tile t = {t}: warp "
+    "{slow} finished its multiply-adds last, and the other {others} warps waited up to "
+    "{max_wait} for it (on average {mean_wait}). The barrier stops anyone overwriting As and "
+    "Bs with the next tile while another warp still reads them."
+)
+COMPUTING = (
+    "Block ({bx}, {by}) on SM {sm} is computing k-tile t = {t} of {n}: all {threads} threads "
+    "multiply-accumulate {tile} products from As and Bs into the sum kept in a register; the "
+    "second __syncthreads stops anyone overwriting the tiles while another warp still reads "
+    "them."
+)
+DONE = (
+    "Block ({bx}, {by}) finished at {end} after {run} on SM {sm}. Each of its {threads} threads "
+    "wrote its element of C once, from the sum in its register (§14)."
+)
+RUNNING_SAMPLED = (
+    "Block ({bx}, {by}) is running on SM {sm}, from {begin} to {end} ({dur}). The trace kept "
+    "per-tile marks for only one block in {every}, to stay within its size budget, so which "
+    "k-tile this one is on was not recorded; the sampled blocks around it show the phases."
+)
+RUNNING_NAIVE = (
+    "Block ({bx}, {by}) of the naive kernel is running on SM {sm}, from {begin} to {end} "
+    "({dur}). There are no tiles and no per-tile marks: each of its {threads} threads reads "
+    "its row of A and its column of B straight from global memory, 2·K = {loads} loads for "
+    "K = {K} multiply-adds, and keeps the sum in a register."
+)
+RUNNING_NO_PHASES = (
+    "Block ({bx}, {by}) is running on SM {sm}, from {begin} to {end} ({dur}). This trace was "
+    "recorded without per-tile marks, so it shows only when each block started and ended; "
+    "record at level 2 or higher to see its k-tiles."
+)
+PROLOGUE = (
+    "Block ({bx}, {by}) has just started on SM {sm}: each thread works out its row and column "
+    "from blockIdx and threadIdx and sets sum = 0 in a register. Its first tile loads go out "
+    "at {next}."
+)
+EPILOGUE = (
+    "Block ({bx}, {by}) on SM {sm} has passed the last barrier of all {n} k-tiles: each thread "
+    "now writes its sum from a register to C, once."
+)
+PHASE_TIME = "In this trace this phase lasts {dur}, from {begin} to {end}."
+
+# -- data reuse and edges ---------------------------------------------------------------------
+REUSE_TILED = (
+    "Data reuse: per k-tile the block loads 2·T² = {loads} floats from global memory and does "
+    "T³ = {fmas} FMAs with them, so each loaded float is used {tile} times (§13). Over the "
+    "whole kernel the blocks load {issued} of A and B; the formula 2mnk/b × 4 B gives "
+    "{formula}, where the naive kernel would load 2mnk × 4 B = {naive}."
+)
+REUSE_NAIVE = (
+    "No data reuse through shared memory: the kernel issues 2mnk loads, {issued} from global "
+    "memory in all (the caches absorb part of it). A tiled kernel with b = {tile} would need "
+    "2mnk/b × 4 B = {formula} (§5-6)."
+)
+EDGE_TILED = (
+    "This is an edge block ({what}): out-of-range elements of A and B are stored in shared "
+    "memory as 0, so the inner loop needs no test, and the store to C is guarded by "
+    "row < M && col < N (§26)."
+)
+EDGE_NAIVE = (
+    "This is an edge block ({what}): threads outside C skip all work, guarded by "
+    "if (row < M && col < N) (§26)."
+)
+EDGE_ROWS = "only {rows} of its {tile} rows lie inside M = {M}"
+EDGE_COLS = "only {cols} of its {tile} columns lie inside N = {N}"
+EDGE_K = "its last k-tile holds only {krem} of {tile} values of K = {K}"
+EDGE_SEP = "; "
+
+# -- lesson sections ------------------------------------------------------------------------
+CONCEPT_WAITING = "Lesson 8 §17: blocks per SM (occupancy) and waves"
+CONCEPT_LOADING = "Lesson 8 §8, §11: tiles into shared memory, the first __syncthreads"
+CONCEPT_BARRIER_1 = "Lesson 8 §11: the first __syncthreads"
+CONCEPT_BARRIER_2 = "Lesson 8 §12: the second __syncthreads"
+CONCEPT_COMPUTING = "Lesson 8 §12-14: multiply-add from shared memory, sum in a register"
+CONCEPT_DONE = "Lesson 8 §14: the result is written once"
+CONCEPT_RUNNING = "Lesson 8 §9-10: the k-tile loop"
+CONCEPT_NAIVE = "Lesson 8 §4-5: the naive kernel re-reads global memory"
+CONCEPT_PROLOGUE = "Lesson 8 §3: 2-D grid, each thread finds its row and column"
+CONCEPT_EPILOGUE = "Lesson 8 §14, §26: one guarded write of C"
+
+# -- facts about the whole run --------------------------------------------------------------
+FACT_SIMULATED = "Simulated: these times come from a model of the {device}, not a measurement."
+FACT_RECORDED = "Recorded on {device} (timer: {timer})."
+FACT_RATE = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}: {pct}% of cuBLAS ({cublas} GFLOP/s)."
+FACT_RATE_ONLY = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}."
+FACT_WAVES = (
+    "{blocks} blocks ran in {waves} waves: at most {resident} at once, {lo}-{hi} blocks per SM "
+    "over the run, on {sms} SMs."
+)
+FACT_ONE_WAVE = (
+    "All {blocks} blocks fit on the GPU at once (one wave): {lo}-{hi} blocks per SM, on {sms} SMs."
+)
+FACT_OCCUPANCY = (
+    "At most {per_sm} blocks fit on one SM at a time, limited by {limiter} ({registers} "
+    "registers per thread)."
+)
+FACT_SMEM = (
+    "Each block keeps As and Bs in {smem} of shared memory: 2 × {tile} × {tile} floats × 4 B."
+)
+FACT_SMEM_PAD = (
+    "Each block keeps As and Bs in {smem} of shared memory: 2 × {tile} × ({tile} + {pad}) "
+    "floats × 4 B, of which {padding} is padding."
+)
+FACT_NO_SMEM = (
+    "The naive kernel uses no shared memory: every thread reads A and B from global memory."
+)
+FACT_BANKS = "Worst shared-memory bank conflict in the probed warp: {degree}-way, at {site}."
+FACT_NO_CONFLICT = "The probed warp's shared-memory accesses are free of bank conflicts."
+FACT_GLOBAL = "Global memory: the kernel loads {issued}; the lesson's formula gives {formula}."
+FACT_SAMPLED = "Per-tile phases were kept for {kept} of {blocks} blocks."
+
+LIMITERS = {
+    "blocks": "block slots per SM",
+    "threads": "threads per SM",
+    "warps": "warps per SM",
+    "shared_memory": "shared memory per SM",
+    "registers": "registers per SM",
+}
+
+TEMPLATES: tuple[str, ...] = tuple(
+    value
+    for name, value in sorted(globals().items())
+    if name.isupper() and isinstance(value, str) and name != "TEMPLATES"
+) + tuple(LIMITERS.values())

@@ -1,0 +1,57 @@
+"""Export tests: offscreen Qt, small simulated traces shared between tests (never mutated)."""
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from functools import cache  # noqa: E402
+
+import pytest  # noqa: E402
+
+from matviz.backends.simulator import simulate  # noqa: E402
+from matviz.core.trace_io import save_trace  # noqa: E402
+
+
+@cache
+def sim(kernel="tiled", m=64, n=96, k=80, tile=16, pad=0, level=3, phase_every=1):
+    """Deterministic, so tests can share them; 64x96x80 at T16 = 24 blocks x 5 k-tiles."""
+    if kernel == "naive":
+        pad = None
+    return simulate(kernel, m, n, k, tile=tile, pad=pad, level=level, phase_every=phase_every)
+
+
+@pytest.fixture
+def trace():
+    return sim()
+
+
+@pytest.fixture
+def make_sim():
+    return sim
+
+
+@pytest.fixture
+def mvz(tmp_path, trace):
+    path = tmp_path / "small.mvz"
+    save_trace(trace, path)
+    return path
+
+
+@pytest.fixture
+def no_leftovers(tmp_path):
+    """After the test, the folder holds no hidden temporary (partial) export files."""
+    yield tmp_path
+    hidden = [p.name for p in tmp_path.iterdir() if p.name.startswith(".") and ".part" in p.name]
+    assert not hidden, f"partial files left behind: {hidden}"
+
+
+@pytest.fixture
+def closes_its_windows(qapp):
+    """Renderers show an offscreen container: it must be closed when the export ends."""
+    from PySide6.QtWidgets import QApplication
+
+    before = set(map(id, QApplication.topLevelWidgets()))
+    yield
+    QApplication.processEvents()
+    left = [w for w in QApplication.topLevelWidgets() if id(w) not in before and w.isVisible()]
+    assert not left, f"export left widgets open: {left}"

@@ -1,0 +1,151 @@
+"""Perfetto / Chrome trace JSON: one event per block and per recorded phase, properly nested."""
+
+import gzip
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from matviz.core.timeline import Timeline
+from matviz.errors import MatvizError
+from matviz.export import perfetto
+
+REQUIRED = ("ph", "ts", "dur", "pid", "tid", "name")
+BUNDLED = Path(__file__).resolve().parents[2] / "resources/traces/tiled_t32_p0_1024.mvz"
+
+
+def export(trace, path):
+    stats = perfetto.write_perfetto(trace, path)
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return stats, json.load(fh)
+
+
+def complete(doc, cat=None):
+    return [e for e in doc["traceEvents"] if e["ph"] == "X" and (cat is None or e["cat"] == cat)]
+
+
+def test_document_shape_and_metadata(tmp_path, trace):
+    _, doc = export(trace, tmp_path / "t.json")
+    assert doc["displayTimeUnit"] == "ns"
+    meta = doc["metadata"]
+    assert meta["kernel"] == "tiled" and meta["backend"] == "sim"
+    assert meta["shape"] == {"M": 64, "N": 96, "K": 80} and meta["params"] == trace.params
+    assert meta["device"]["name"] and "simulated" in meta["source"]
+    for event in complete(doc):
+        assert all(key in event for key in REQUIRED), event
+        assert isinstance(event["args"], dict) and event["dur"] >= 0
+    named = {(e["pid"], e.get("tid"), e["name"]): e["args"] for e in doc["traceEvents"]}
+    smids = np.unique(trace.blocks["smid"])
+    for sm in smids.tolist():  # pid = SM + 1: Perfetto treats pid 0 as the idle task
+        assert named[(sm + 1, None, "process_name")]["name"] == f"SM {sm}"
+    matviz = named[(perfetto.MATVIZ_PID, None, "process_name")]
+    assert matviz["name"].startswith("matviz: tiled") and matviz["backend"] == "sim"
+    kernel = [e for e in complete(doc, "kernel")]
+    assert len(kernel) == 1 and kernel[0]["args"]["kernel"] == "tiled"
+
+
+def test_one_event_per_block_and_per_phase_mark_pair(tmp_path, trace):
+    stats, doc = export(trace, tmp_path / "t.json")
+    n_phase = len(trace.phase_blocks) * trace.n_tiles
+    blocks, loads = complete(doc, "block"), complete(doc, "load")
+    computes = complete(doc, "compute")
+    assert len(blocks) == len(trace.blocks) == stats.blocks
+    assert len(loads) == len(computes) == n_phase and stats.phases == 2 * n_phase
+    first = next(e for e in loads if e["args"]["ktile"] == 3)
+    assert first["name"] == "load k=3" and first["args"]["phase"] == "load"
+    b = first["args"]["block"]
+    assert first["args"]["bx"] == int(trace.blocks["bx"][b])
+    assert first["args"]["by"] == int(trace.blocks["by"][b])
+    row = trace.phase_row(b)
+    assert first["ts"] == pytest.approx(trace.issue[row, 3] / 1000, abs=1e-9)
+    assert first["dur"] == pytest.approx((trace.loaded[row, 3] - trace.issue[row, 3]) / 1000)
+    names = {e["name"] for e in blocks}
+    gx, gy = trace.grid
+    assert names == {f"block ({x},{y})" for x in range(gx) for y in range(gy)}
+
+
+def test_tracks_are_monotone_blocks_never_overlap_phases_nest(tmp_path, trace):
+    _, doc = export(trace, tmp_path / "t.json")
+    slots, _ = Timeline(trace).sm_slots()
+    tracks = defaultdict(list)
+    for e in complete(doc):
+        if e["cat"] != "kernel":
+            tracks[(e["pid"], e["tid"])].append(e)
+    for (pid, tid), events in tracks.items():
+        ts = [e["ts"] for e in events]
+        assert ts == sorted(ts), (pid, tid)
+        block_events = [e for e in events if e["cat"] == "block"]
+        for prev, nxt in zip(block_events, block_events[1:], strict=False):
+            assert prev["ts"] + prev["dur"] <= nxt["ts"] + 1e-9
+        for e in block_events:  # the track is the block's SM and slot
+            b = e["args"]["block"]
+            assert pid - 1 == trace.blocks["smid"][b] and tid - 1 == slots[b]
+        spans = {e["args"]["block"]: (e["ts"], e["ts"] + e["dur"]) for e in block_events}
+        for e in events:
+            if e["cat"] in ("load", "compute"):
+                lo, hi = spans[e["args"]["block"]]
+                assert lo - 1e-9 <= e["ts"] and e["ts"] + e["dur"] <= hi + 1e-9
+
+
+def test_sampled_blocks_only_get_phases(tmp_path, make_sim):
+    trace = make_sim(m=128, n=128, k=64, level=2, phase_every=3)
+    assert 0 < len(trace.phase_blocks) < len(trace.blocks)
+    _, doc = export(trace, tmp_path / "t.json")
+    with_phases = {e["args"]["block"] for e in complete(doc, "compute")}
+    assert with_phases == set(trace.phase_blocks.tolist())
+    assert len(complete(doc, "block")) == len(trace.blocks)
+
+
+def test_level_1_has_blocks_only_and_gzip_works(tmp_path, make_sim):
+    trace = make_sim(level=1)
+    stats, doc = export(trace, tmp_path / "t.json.gz")
+    assert stats.phases == 0 and len(complete(doc, "block")) == len(trace.blocks)
+    assert not complete(doc, "load")
+
+
+def test_bundled_h200_recording(tmp_path):
+    from matviz.core.trace_io import load_trace
+
+    trace = load_trace(BUNDLED)
+    stats, doc = export(trace, tmp_path / "h200.json")
+    assert stats.phases == 2 * trace.issue.size
+    assert "recorded on NVIDIA H200" in doc["metadata"]["source"]
+
+
+def test_a_missing_folder_is_one_error_and_leaves_nothing(tmp_path, trace):
+    with pytest.raises(MatvizError, match="does not exist"):
+        perfetto.write_perfetto(trace, tmp_path / "nope" / "t.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+@given(st.lists(st.integers(0, 2**62), min_size=1, max_size=50))
+def test_digits_match_python(values):
+    text = perfetto._int_text(np.array(values, np.int64))
+    rows = [bytes(r[r != 0]).decode() for r in text]
+    assert rows == [str(v) for v in values]
+    parts = perfetto._us_text(np.array(values, np.int64))
+    joined = perfetto._records(len(values), parts)
+    assert [bytes(r[r != 0]).decode() for r in joined] == [
+        f"{v // 1000}.{v % 1000:03d}" for v in values
+    ]
+
+
+def test_the_stepwise_job_of_the_gui_writes_the_same_document(tmp_path, trace):
+    from matviz.app.export_job import ExportJob
+    from matviz.export.options import ExportOptions
+
+    job = ExportJob(trace, ExportOptions(format="perfetto"), tmp_path / "steps.json.gz")
+    job.start()
+    while job.step(0.0):
+        assert 0 < job.done < job.total
+    path = job.finish()
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        stepped = json.load(fh)
+    _, whole = export(trace, tmp_path / "whole.json")
+    assert stepped == whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["steps.json.gz", "whole.json"]
