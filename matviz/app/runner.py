@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 
 import matviz
 from matviz.app.i18n import tr
+from matviz.backends.worker import parse_answer
 from matviz.core.trace import Trace
 from matviz.core.trace_io import load_trace
 from matviz.errors import MatvizError
@@ -215,7 +216,7 @@ class Runner(QObject):
             return
         self._on_stderr(proc)
         stderr_tail = self._stderr_tail or _last_line(bytes(proc.readAllStandardError()))
-        answer = self._answer(bytes(proc.readAllStandardOutput()))
+        answer = parse_answer(bytes(proc.readAllStandardOutput()).decode("utf-8", "replace"))
         if answer is not None and answer.get("ok") and status == QProcess.NormalExit:
             self._load(str(answer.get("out", self._out)))
         elif answer is not None and "error" in answer:
@@ -228,17 +229,6 @@ class Runner(QObject):
             self._finish_with_error(
                 tr("the worker stopped with exit code {code}").format(code=code) + detail
             )
-
-    @staticmethod
-    def _answer(stdout: bytes) -> dict | None:
-        for line in reversed(stdout.decode("utf-8", "replace").splitlines()):
-            try:
-                answer = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(answer, dict):
-                return answer
-        return None
 
     def _load(self, path: str) -> None:
         try:

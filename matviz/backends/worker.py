@@ -95,6 +95,19 @@ def handle(job: Any) -> dict[str, Any]:
     return {"ok": True, "out": str(job["out"]), "gflops": float(trace.manifest["stats"]["gflops"])}
 
 
+def parse_answer(stdout: str) -> dict[str, Any] | None:
+    """The worker's answer: the last stdout line that is a JSON object (None if there is none,
+    e.g. when it crashed before answering)."""
+    for line in reversed(stdout.splitlines()):
+        try:
+            answer = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(answer, dict):
+            return answer
+    return None
+
+
 def warm_up_cuda() -> None:
     """Import CuPy and create the CUDA context before the job arrives (a pre-started worker
     then answers a GPU job without that second or so); silently nothing without a GPU."""

@@ -135,7 +135,7 @@ def _in_worker(job: dict[str, Any], command: Sequence[str], timeout: float) -> T
             raise MatvizError(f"no answer from the worker after {timeout:.0f} s") from None
         except OSError as exc:
             raise MatvizError(f"could not start the worker: {exc.strerror or exc}") from None
-        answer = _answer(proc.stdout)
+        answer = worker.parse_answer(proc.stdout) or {}
         if answer.get("ok") and proc.returncode == 0:
             return load_trace(out)
         if "error" in answer:
@@ -145,17 +145,6 @@ def _in_worker(job: dict[str, Any], command: Sequence[str], timeout: float) -> T
         if proc.returncode < 0:
             raise MatvizError(f"the worker crashed (signal {-proc.returncode}){detail}")
         raise MatvizError(f"the worker stopped with exit code {proc.returncode}{detail}")
-
-
-def _answer(stdout: str) -> dict[str, Any]:
-    for line in reversed(stdout.splitlines()):
-        try:
-            answer = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(answer, dict):
-            return answer
-    return {}
 
 
 def _fill(row: SweepRow, trace: Trace) -> None:
