@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QLabel, QWid
 from matviz.app.i18n import tr
 from matviz.app.session import Session
 from matviz.app.views import palette
-from matviz.core import access
+from matviz.core import access, banks
 from matviz.core.timeline import BlockState, Timeline
 
 A_TINTS = ((236, 238, 242), (200, 220, 245), (120, 165, 225), (25, 95, 200))
@@ -209,7 +209,7 @@ class TilesView(QWidget):
         t, pad = self._tile(), self._pad()
         word = r * (t + pad) + c + (t * (t + pad) if array == "Bs" else 0)
         where = tr("{array}[{r}][{c}] · word {word} · bank {bank}").format(
-            array=array, r=r, c=c, word=word, bank=word % 32
+            array=array, r=r, c=c, word=word, bank=word % banks.N_BANKS
         )
         if c >= t:
             return where + "\n" + tr("padding: never read or written")
