@@ -23,7 +23,7 @@ probe    optional (level 3): one row per shared-memory access instruction that t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -173,6 +173,9 @@ class Trace:
         """Row of ``block`` in the phase arrays, or None when it was not sampled."""
         hit = np.flatnonzero(self.phase_blocks == block)
         return int(hit[0]) if len(hit) else None
+
+
+ARRAY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Trace) if f.name != "manifest")
 
 
 def make_blocks(grid_x: int, grid_y: int) -> np.ndarray:

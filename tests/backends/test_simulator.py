@@ -12,7 +12,7 @@ from matviz.backends.devices import DEVICE_DIR
 from matviz.backends.simulator import schedule, simulate, site_costs
 from matviz.core import banks, metrics
 from matviz.core.catalog import CATALOG
-from matviz.core.trace import REQUIRED_MANIFEST_KEYS, SCHEMA_VERSION
+from matviz.core.trace import ARRAY_FIELDS, REQUIRED_MANIFEST_KEYS, SCHEMA_VERSION
 from matviz.errors import MatvizError
 
 GEMM = 4096
@@ -91,16 +91,7 @@ def test_saved_and_loaded_trace_is_identical(tmp_path):
     trace = sim(size=128, level=3, tile=16)
     save_trace(trace, tmp_path / "sim.mvz")
     back = load_trace(tmp_path / "sim.mvz")
-    for name in (
-        "blocks",
-        "phase_blocks",
-        "issue",
-        "loaded",
-        "computed",
-        "warp_blocks",
-        "barrier_wait",
-        "probe",
-    ):
+    for name in ARRAY_FIELDS:
         np.testing.assert_array_equal(getattr(back, name), getattr(trace, name))
     assert back.manifest["backend"] == "sim"
 

@@ -14,20 +14,11 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from matviz.core import trace_io
-from matviz.core.trace import Trace
+from matviz.core.trace import ARRAY_FIELDS, Trace
 from matviz.core.trace_io import FORMAT_VERSION, load_trace, save_trace
 from matviz.errors import MatvizError
 
-ARRAYS = (
-    "blocks",
-    "phase_blocks",
-    "issue",
-    "loaded",
-    "computed",
-    "warp_blocks",
-    "barrier_wait",
-    "probe",
-)
+ARRAYS = ARRAY_FIELDS
 
 
 def assert_same(a: Trace, b: Trace) -> None:
