@@ -125,7 +125,12 @@ class ThroughputView(QWidget):
             self.runs_plot.addItem(text)
             self._value_texts.append(text)
         step = max(1, -(-len(runs) // 8))  # at most ~8 tick labels
-        ticks = [(i, run.label.replace(" ", "\n", 1)) for i, run in enumerate(runs)][::step]
+        # one word per line: 'tiled_transposed' side by side would overrun its neighbours
+        ticks = [
+            (i, run.label.replace("_", "_\n", 1).replace(" ", "\n", 1))
+            for i, run in enumerate(runs)
+        ]
+        ticks = ticks[::step]
         self.runs_plot.getAxis("bottom").setTicks([ticks])
         self.runs_plot.setXRange(-0.6, max(len(runs), 1) - 0.4, padding=0)
         self.runs_plot.setYRange(0, 1.15 * self.peak, padding=0)
