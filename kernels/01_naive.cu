@@ -21,5 +21,5 @@ extern "C" __global__ void MV_LAUNCH_BOUNDS(TILE * TILE) mv_naive(const float *A
         }
         C[row * N + col] = sum;
     }
-    MV_BLOCK_END();
+    MV_BLOCK_END_CALL();
 }

@@ -17,10 +17,10 @@ struct __align__(16) MvTiles {
     float Bs[TILE][TILE + PAD];
 };
 
-extern "C" __global__ void MV_LAUNCH_BOUNDS(TILE * TILE) mv_tiled_transposed(const float *A, const float *B, float *C, int M,
-                                               int N, int K MV_TRACE_PARAMS) {
-    __shared__ MvTiles sm;
-    MV_BLOCK_BEGIN();
+// The kernel body; at level 2, sampled blocks run the copy with MV_STAMPED = true (trace.cuh).
+template <bool MV_STAMPED>
+__device__ __forceinline__ void tiled_transposed(const float *A, const float *B, float *C, int M,
+                                                int N, int K, MvTiles &sm MV_TRACE_DECL) {
     int row = blockIdx.y * TILE + threadIdx.y;
     int col = blockIdx.x * TILE + threadIdx.x;
     float sum = 0.0f;
@@ -29,7 +29,7 @@ extern "C" __global__ void MV_LAUNCH_BOUNDS(TILE * TILE) mv_tiled_transposed(con
     MV_WARPS_BEGIN(num_tiles);
 
     for (int t = 0; t < num_tiles; ++t) {
-        MV_MARK(t, 0);
+        MV_MARK_ISSUED(t);
         MV_PROBE_BEGIN(t, &sm);
         int a_col = t * TILE + threadIdx.x;
         int b_row = t * TILE + threadIdx.y;
@@ -42,7 +42,7 @@ extern "C" __global__ void MV_LAUNCH_BOUNDS(TILE * TILE) mv_tiled_transposed(con
         MV_ARRIVE(t, 0);
         __syncthreads();
         MV_RELEASED(t, 0);
-        MV_MARK(t, 1);
+        MV_MARK_LOADED(t);
 
 #pragma unroll
         for (int k = 0; k < TILE; ++k) {
@@ -54,11 +54,19 @@ extern "C" __global__ void MV_LAUNCH_BOUNDS(TILE * TILE) mv_tiled_transposed(con
         MV_ARRIVE(t, 1);
         __syncthreads();
         MV_RELEASED(t, 1);
-        MV_MARK(t, 2);
     }
+    MV_MARK_LAST_COMPUTED();
 
     if (row < M && col < N) {
         C[row * N + col] = sum;
     }
+}
+
+extern "C" __global__ void MV_LAUNCH_BOUNDS(TILE * TILE) mv_tiled_transposed(const float *A, const float *B,
+                                                                             float *C, int M, int N,
+                                                                             int K MV_TRACE_PARAMS) {
+    __shared__ MvTiles sm;
+    MV_BLOCK_BEGIN();
+    MV_RUN(tiled_transposed, A, B, C, M, N, K, sm);
     MV_BLOCK_END();
 }

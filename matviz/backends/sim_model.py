@@ -63,7 +63,7 @@ def site_costs(kernel: str, tile: int, pad: int, warps: int, lds128_cost: float)
     waves = banks.wavefronts(rec["offsets"], FLOAT_BYTES).astype(float)
     ideal = (rec["offsets"] >= 0).any(axis=1).astype(float)  # one wavefront per 4-byte access
     store, load = rec["kind"] == "store", rec["kind"] == "load"
-    width = _vector_width(kernel, tile, pad)
+    width = ld_as_width(kernel, tile, pad)
     cost = np.where(rec["site"] == "ld_As", lds128_cost ** (math.log2(width / 4) / 2), 1.0)
     return {
         "store_wavefronts": int(waves[store].sum()),
@@ -74,11 +74,11 @@ def site_costs(kernel: str, tile: int, pad: int, warps: int, lds128_cost: float)
     }
 
 
-def _vector_width(kernel: str, tile: int, pad: int) -> int:
+def ld_as_width(kernel: str, tile: int, pad: int) -> int:
     """Widest load (16, 8 or 4 bytes) the compiler can use at ld_As: consecutive k, aligned.
 
-    nvcc's PTX agrees: ld.shared.v4 at PAD 0 and 4, v2 at PAD 2, scalar at PAD 1 and for the
-    transposed kernel (whose ld_As walks a column).
+    ptxas agrees (tests/core/test_sass.py): LDS.128 at PAD 0 and 4, LDS.64 at PAD 2, scalar
+    LDS at PAD 1 and for the transposed kernel (whose ld_As walks a column).
     """
     k0 = access.lane_offsets(kernel, tile, pad, 0, "ld_As", 0)
     k1 = access.lane_offsets(kernel, tile, pad, 0, "ld_As", 1)

@@ -1,0 +1,90 @@
+"""The SASS ptxas really emitted for a catalog kernel (nvcc -cubin, then cuobjdump -sass).
+
+Checks what the app and the simulator rely on but PTX cannot show: which shared loads ptxas
+vectorises (LDS.128 at PAD 0, none at PAD 1), and that instrumentation leaves the naive kernel's
+loop scheduled exactly as at level 0.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from matviz.core.catalog import KernelSpec
+from matviz.core.compile_report import DEFAULT_ARCH, NVCC_TIMEOUT_S, compile_flags, nvcc_path
+from matviz.errors import MatvizError
+
+_LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+_BRANCH = re.compile(r"\bBRA (0x[0-9a-f]+)")
+_REGISTER = re.compile(r"\bU?R\d+\b|\bU?P\d\b")
+_TARGET = re.compile(r"\b(BRA|BSSY|CALL\.\w+) (\S+, )?0x[0-9a-f]+")
+
+Instruction = tuple[int, str]  # (address, text without the encoding)
+
+
+def cuobjdump_path() -> str | None:
+    """cuobjdump on PATH, else the one the nvidia-cuda-cuobjdump wheel installs (the test extra)."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    for site in map(Path, sys.path):
+        for candidate in sorted(site.glob("nvidia/cu*/bin/cuobjdump")):
+            return str(candidate)
+    return None
+
+
+def sass(spec: KernelSpec, params: dict[str, int], level: int) -> list[Instruction]:
+    """The kernel's instructions for ``DEFAULT_ARCH``, in address order."""
+    nvcc, cuobjdump = nvcc_path(), cuobjdump_path()
+    if nvcc is None or cuobjdump is None:
+        raise MatvizError(
+            "reading SASS needs nvcc and cuobjdump"
+            " (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)"
+        )
+    with tempfile.TemporaryDirectory(prefix="matviz-sass-") as tmp:
+        cubin = str(Path(tmp) / "kernel.cubin")
+        flags = compile_flags(spec, params, level)
+        _run([nvcc, f"-arch={DEFAULT_ARCH}", "-cubin", *flags, str(spec.source), "-o", cubin])
+        # cuobjdump runs nvdisasm, which the wheels install next to it
+        path = f"{Path(cuobjdump).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        listing = _run([cuobjdump, "-sass", cubin], {**os.environ, "PATH": path})
+    return [(int(m[1], 16), m[2]) for m in map(_LINE.match, listing.splitlines()) if m]
+
+
+def _run(cmd: list[str], env: dict | None = None) -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S, env=env)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise MatvizError(f"could not run {Path(cmd[0]).name}: {exc}") from exc
+    if done.returncode != 0:
+        raise MatvizError(f"{Path(cmd[0]).name} failed: {done.stderr.strip()[:300]}")
+    return done.stdout
+
+
+def main_loop(instructions: list[Instruction]) -> list[str]:
+    """The longest loop body: from a backward branch's target to the branch."""
+    loops = []
+    for address, text in instructions:
+        branch = _BRANCH.search(text)
+        if branch and int(branch[1], 16) < address:
+            start = int(branch[1], 16)
+            loops.append([t for a, t in instructions if start <= a <= address])
+    return max(loops, key=len, default=[])
+
+
+def schedule(body: list[str]) -> list[str]:
+    """Instructions with registers, predicates and branch targets blanked: the order ptxas
+    chose, comparable between builds whose code sits at different addresses."""
+    return [_TARGET.sub(r"\1 \2L", _REGISTER.sub("R", text)) for text in body]
+
+
+def shared_load_widths(instructions: list[Instruction]) -> Counter:
+    """How many LDS, LDS.64 and LDS.128 the kernel has."""
+    ops = (re.search(r"\bLDS(\.\d+)?\b", text) for _, text in instructions)
+    return Counter(op[0] for op in ops if op)
