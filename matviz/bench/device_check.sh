@@ -27,9 +27,13 @@ ls -l "$OUT/traces" | tee -a "$OUT/recordings.txt"
 tar -C "$OUT" -cf "$OUT/traces.tar" traces && rm -r "$OUT/traces"
 
 # Which shared loads did ptxas vectorise? (padding [32][33] is said to stop LDS.128)
-for k in 02_tiled 03_tiled_transposed; do for p in 0 1; do
-  nvcc -arch=sm_90 -cubin -DTILE=32 -DPAD=$p -DMV_LEVEL=0 -Ikernels -o /tmp/$k.$p.cubin kernels/$k.cu
-  echo "$k T=32 PAD=$p: $(cuobjdump -sass /tmp/$k.$p.cubin | grep -oE 'LDS(\.[0-9U]+)*|STS(\.[0-9U]+)*' | sort | uniq -c | tr '\n' ' ')"
-done; done 2>&1 | tee "$OUT/sass.txt"
+python3 - <<'EOF' 2>&1 | tee "$OUT/sass.txt"
+from matviz.core import catalog, sass
+for kernel in ("tiled", "tiled_transposed"):
+    for pad in (0, 1):
+        spec = catalog.get_kernel(kernel)
+        widths = sass.shared_load_widths(sass.sass(spec, {"tile": 32, "pad": pad}, 0))
+        print(f"{spec.source.stem} T=32 PAD={pad}: {dict(sorted(widths.items()))}")
+EOF
 
 python3 -m matviz.bench.kernels --size "${BENCH_SIZE:-4096}" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"

@@ -155,20 +155,9 @@ def _run_nvcc(
 ) -> tuple[CompileReport, str]:
     with tempfile.TemporaryDirectory(prefix="matviz-nvcc-") as tmp:
         # -keep leaves the PTX next to the cubin, so one run gives both.
-        cmd = [
-            nvcc,
-            f"-arch={arch}",
-            "-cubin",
-            "-Xptxas",
-            "-v",
-            "-keep",
-            "-keep-dir",
-            tmp,
-            *flags,
-            source,
-            "-o",
-            str(Path(tmp) / "kernel.cubin"),
-        ]
+        out = str(Path(tmp) / "kernel.cubin")
+        verbose_keep = ("-Xptxas", "-v", "-keep", "-keep-dir", tmp)
+        cmd = cubin_command(nvcc, source, flags, arch, out, *verbose_keep)
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:
@@ -184,6 +173,13 @@ def _run_nvcc(
             raise MatvizError(f"nvcc kept no PTX for {Path(source).name} ({defs})")
         ptx_text = ptx_files[0].read_text()
     return parse_ptxas(log, entry), ptx_text
+
+
+def cubin_command(
+    nvcc: str, source: str, flags: list[str], arch: str, out: str, *extra: str
+) -> list[str]:
+    """The nvcc command line that builds ``source`` into the cubin ``out``."""
+    return [nvcc, f"-arch={arch}", "-cubin", *extra, *flags, source, "-o", out]
 
 
 def _first_error(log: str) -> str:

@@ -17,7 +17,13 @@ from collections import Counter
 from pathlib import Path
 
 from matviz.core.catalog import KernelSpec
-from matviz.core.compile_report import DEFAULT_ARCH, NVCC_TIMEOUT_S, compile_flags, nvcc_path
+from matviz.core.compile_report import (
+    DEFAULT_ARCH,
+    NVCC_TIMEOUT_S,
+    compile_flags,
+    cubin_command,
+    nvcc_path,
+)
 from matviz.errors import MatvizError
 
 _LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
@@ -34,8 +40,9 @@ def cuobjdump_path() -> str | None:
     if found:
         return found
     for site in map(Path, sys.path):
-        for candidate in sorted(site.glob("nvidia/cu*/bin/cuobjdump")):
-            return str(candidate)
+        wheel = sorted(site.glob("nvidia/cu*/bin/cuobjdump"))
+        if wheel:
+            return str(wheel[-1])
     return None
 
 
@@ -50,7 +57,7 @@ def sass(spec: KernelSpec, params: dict[str, int], level: int) -> list[Instructi
     with tempfile.TemporaryDirectory(prefix="matviz-sass-") as tmp:
         cubin = str(Path(tmp) / "kernel.cubin")
         flags = compile_flags(spec, params, level)
-        _run([nvcc, f"-arch={DEFAULT_ARCH}", "-cubin", *flags, str(spec.source), "-o", cubin])
+        _run(cubin_command(nvcc, str(spec.source), flags, DEFAULT_ARCH, cubin))
         # cuobjdump runs nvdisasm, which the wheels install next to it
         path = f"{Path(cuobjdump).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         listing = _run([cuobjdump, "-sass", cubin], {**os.environ, "PATH": path})
