@@ -6,7 +6,7 @@ run) and, 400 ms after the last change, asks for a run through ``runRequested(jo
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from matviz.app.i18n import tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.backends.cuda_status import cuda_status
 from matviz.core.catalog import CATALOG, LEVEL_NAMES, LEVELS
 from matviz.core.trace import Trace
@@ -31,7 +31,7 @@ BACKENDS = (("cuda", "CUDA"), ("sim", "Simulator"))
 DEFAULT_SIZE = 1024
 
 
-class Controls(QWidget):
+class Controls(Retranslating, QWidget):
     runRequested = Signal(dict)
     validityChanged = Signal(bool)
 
@@ -249,7 +249,3 @@ class Controls(QWidget):
         if self.error:
             self.validate()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

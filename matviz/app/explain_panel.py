@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QEvent, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget
 
-from matviz.app.i18n import LANGUAGES, current_language, set_language, tr
+from matviz.app.i18n import LANGUAGES, Retranslating, current_language, set_language, tr
 from matviz.app.session import Session
 from matviz.core.explain import explain, trace_facts
 
 
-class ExplainPanel(QWidget):
+class ExplainPanel(Retranslating, QWidget):
     languageChanged = Signal(str)
 
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
@@ -100,7 +100,3 @@ class ExplainPanel(QWidget):
         self._facts_html = ""
         self.refresh()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

@@ -2,8 +2,9 @@
 
 Translations are JSON tables (English source text -> translation) in ``resources/i18n``, one or
 more files per language (``zh_CN.json``, ``zh_CN_views.json``, ...), served by a QTranslator.
-Widgets call :func:`tr` for every visible string and re-apply their texts when Qt sends them a
-``QEvent.LanguageChange`` (which ``installTranslator`` does for every widget).
+Widgets call :func:`tr` for every visible string and re-apply their texts in ``retranslate``,
+which :class:`Retranslating` calls when Qt sends them a ``QEvent.LanguageChange`` (which
+``installTranslator`` does for every widget).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QTranslator
+from PySide6.QtCore import QCoreApplication, QEvent, QTranslator
 
 I18N_DIR = Path(__file__).resolve().parents[2] / "resources" / "i18n"
 LANGUAGES = {"en": "English", "zh_CN": "简体中文"}
@@ -23,6 +24,18 @@ def load_table(language: str) -> dict[str, str]:
     for path in sorted(I18N_DIR.glob(f"{language}*.json")):
         table.update(json.loads(path.read_text(encoding="utf-8")))
     return table
+
+
+class Retranslating:
+    """Mixin for a widget with a ``retranslate()`` method: calls it on every language change.
+
+    List it before the Qt base class: ``class View(Retranslating, QWidget)``.
+    """
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        if event.type() == QEvent.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
 
 
 class JsonTranslator(QTranslator):

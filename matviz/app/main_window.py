@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QSettings, Qt
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from matviz.app.controls import Controls
 from matviz.app.explain_panel import ExplainPanel
-from matviz.app.i18n import tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.app.playback import PlaybackBar
 from matviz.app.runner import Runner
 from matviz.app.session import Session
@@ -41,7 +41,7 @@ BUNDLED_TRACE = Path(__file__).resolve().parents[2] / "resources/traces/tiled_t3
 DEFAULT_RUN = {"kernel": "tiled", "M": 1024, "N": 1024, "K": 1024, "tile": 32, "pad": 0}
 
 
-class MainWindow(QMainWindow):
+class MainWindow(Retranslating, QMainWindow):
     def __init__(
         self,
         trace: Trace | None = None,
@@ -355,10 +355,6 @@ class MainWindow(QMainWindow):
         self.explain_dock.setWindowTitle(tr("What is happening"))
         self._update_title()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.controls.cancel_pending()

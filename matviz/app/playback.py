@@ -8,11 +8,11 @@ Shift+arrows) belong in the main window's menu so the shortcuts work window-wide
 
 from __future__ import annotations
 
-from PySide6.QtCore import QElapsedTimer, QEvent, Qt, QTimer
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QToolButton, QWidget
 
-from matviz.app.i18n import tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 
 PLAY_SECONDS = 10.0  # 1x plays the whole kernel in this many seconds
@@ -28,7 +28,7 @@ def format_time(ns: float, duration_ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
 
 
-class PlaybackBar(QWidget):
+class PlaybackBar(Retranslating, QWidget):
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
@@ -198,7 +198,3 @@ class PlaybackBar(QWidget):
         for action, text in zip(self.step_actions, texts, strict=True):
             action.setText(tr(text))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

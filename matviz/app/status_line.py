@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from matviz.app.i18n import tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.core.trace import Trace
 
 BUSY_DELAY_MS = 500  # runs shorter than this show no progress bar
@@ -66,7 +66,7 @@ class RecentFiles:
         self.settings.setValue(self.KEY, files[:MAX_RECENT])
 
 
-class StatusLine(QWidget):
+class StatusLine(Retranslating, QWidget):
     cancelRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -150,7 +150,3 @@ class StatusLine(QWidget):
         if self.progress_label.isHidden():
             self.progress_label.setText(tr("Running…"))
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
-from matviz.app.i18n import tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import banks
@@ -26,7 +26,7 @@ def lanes_text(lanes: list[int]) -> str:
     return ",".join(map(str, lanes))
 
 
-class BanksView(QWidget):
+class BanksView(Retranslating, QWidget):
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
@@ -49,11 +49,7 @@ class BanksView(QWidget):
         item.getAxis("left").setTicks([[(y - 0.5, str(y)) for y in (1, 4, 8, 16, 24, 32)]])
         self.image = pg.ImageItem(axisOrder="row-major")
         item.addItem(self.image)
-        self.borders = pg.QtWidgets.QGraphicsPathItem(palette.cell_borders(32, MAX_STACK))
-        pen = pg.mkPen((255, 255, 255))
-        pen.setCosmetic(True)
-        self.borders.setPen(pen)
-        item.addItem(self.borders)
+        self.borders = palette.cell_lines(item, path=palette.cell_borders(32, MAX_STACK))
         self.labels = palette.CellLabels()  # lane numbers, painted when the cells are big enough
         item.addItem(self.labels)
 
@@ -221,7 +217,3 @@ class BanksView(QWidget):
             item.setLabel("left", tr("distinct words in the bank (passes)"))
             self._update_texts()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt
-from PySide6.QtGui import QColor, QPen
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import (
-    QGraphicsPathItem,
     QLabel,
     QWidget,
 )
 
-from matviz.app.i18n import tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core.timeline import BlockState, Timeline
 
 
-class GridView(QWidget):
+class GridView(Retranslating, QWidget):
     """One ImageItem cell per block: x = blockIdx.x (N direction), y = blockIdx.y (M, down)."""
 
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
@@ -36,18 +33,12 @@ class GridView(QWidget):
         self.plot = palette.make_plot()
         item = self.plot.getPlotItem()
         self.viewbox = item.getViewBox()
-        self.viewbox.invertY(True)
         self.viewbox.setAspectLocked(True)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        item.addItem(self.image)
+        self.image = palette.matrix_image(item)
         self.outline = palette.outline_item(3.0)
         item.addItem(self.outline)
-        self.gridlines = QGraphicsPathItem()  # one path: thin lines between blocks
-        line_pen = QPen(QColor(255, 255, 255, 150))
-        line_pen.setCosmetic(True)
-        self.gridlines.setPen(line_pen)
+        self.gridlines = palette.cell_lines(item, (255, 255, 255, 150))  # between blocks
         self.gridlines.setZValue(5)
-        item.addItem(self.gridlines)
 
         self.stack = palette.stacked(
             self, self.placeholder, self.title, (self.plot, 1), self.legend
@@ -196,7 +187,3 @@ class GridView(QWidget):
             self._update_title()
             self._update_legend()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainterPath, QPen
 from PySide6.QtWidgets import (
+    QGraphicsPathItem,
     QGraphicsRectItem,
     QLayout,
     QStackedLayout,
@@ -245,6 +246,26 @@ def make_plot() -> pg.PlotWidget:
     for name in ("left", "bottom"):
         item.getAxis(name).enableAutoSIPrefix(False)
     return plot
+
+
+def matrix_image(item: pg.PlotItem) -> pg.ImageItem:
+    """A row-major image on ``item`` with row 0 at the top, the way a matrix is drawn."""
+    item.getViewBox().invertY(True)
+    image = pg.ImageItem(axisOrder="row-major")
+    item.addItem(image)
+    return image
+
+
+def cell_lines(
+    item: pg.PlotItem, color: tuple[int, ...] = (255, 255, 255), path: QPainterPath | None = None
+) -> QGraphicsPathItem:
+    """Thin lines between cells on ``item``: one path item, one pixel wide at any zoom."""
+    lines = QGraphicsPathItem() if path is None else QGraphicsPathItem(path)
+    pen = QPen(QColor(*color))
+    pen.setCosmetic(True)
+    lines.setPen(pen)
+    item.addItem(lines)
+    return lines
 
 
 def outline_item(width: float = 3.0) -> QGraphicsRectItem:

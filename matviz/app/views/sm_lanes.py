@@ -7,8 +7,7 @@ stays responsive with 65,536 blocks; the playhead is a draggable line, nothing i
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -16,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from matviz.app.i18n import tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core.timeline import BlockState, Timeline
@@ -27,7 +26,7 @@ ODD_SM_IDLE = 255  # code of an idle cell in an odd SM's rows (banded background
 PROGRESS_LEVELS = 64
 
 
-class SmLanesView(QWidget):
+class SmLanesView(Retranslating, QWidget):
     """x = time (µs), y = (SM, slot) rows; bars coloured by SM wave or by k-tile progress."""
 
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
@@ -52,10 +51,8 @@ class SmLanesView(QWidget):
         self.plot = palette.make_plot()
         item = self.plot.getPlotItem()
         self.viewbox = item.getViewBox()
-        self.viewbox.invertY(True)
         self.viewbox.setMouseEnabled(x=True, y=False)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        item.addItem(self.image)
+        self.image = palette.matrix_image(item)
         self.marker = palette.outline_item(2.5)
         item.addItem(self.marker)
         self.playhead = palette.playhead_line()
@@ -294,7 +291,3 @@ class SmLanesView(QWidget):
             )
             self._update_caption()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

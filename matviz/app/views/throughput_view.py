@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
-from matviz.app.i18n import tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import metrics
@@ -26,7 +26,7 @@ def peak_gflops(device: dict | None) -> tuple[float, dict]:
     return gflops, dev
 
 
-class ThroughputView(QWidget):
+class ThroughputView(Retranslating, QWidget):
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
@@ -197,7 +197,3 @@ class ThroughputView(QWidget):
         )
         self._update_lines()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)

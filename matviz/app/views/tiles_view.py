@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QBrush, QColor, QPen
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QLabel, QWidget
 
-from matviz.app.i18n import tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import access, banks
@@ -28,7 +28,7 @@ SMEM = {"A": (214, 230, 250), "B": (214, 242, 220)}
 ZERO, PAD_GREY = (255, 248, 215), (190, 190, 190)
 
 
-class TilesView(QWidget):
+class TilesView(Retranslating, QWidget):
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
@@ -49,8 +49,6 @@ class TilesView(QWidget):
         self.labels: dict[str, palette.CellLabels] = {}
         self.borders: dict[str, QGraphicsPathItem] = {}
         self.hatch: dict[str, QGraphicsRectItem] = {}
-        border_pen = QPen(QColor(255, 255, 255))
-        border_pen.setCosmetic(True)
         self.legend = self.canvas.addLabel(row=0, col=0, justify="left")
         layout = {"B": (0, 1), "A": (1, 0), "C": (1, 1), "As": (0, 2), "Bs": (1, 2)}
         for name, (r, c) in layout.items():
@@ -58,14 +56,9 @@ class TilesView(QWidget):
             palette.style_plot(plot)
             plot.hideButtons()
             plot.setMenuEnabled(False)
-            plot.getViewBox().invertY(True)
-            image = pg.ImageItem(axisOrder="row-major")
-            plot.addItem(image)
-            borders = QGraphicsPathItem()
-            borders.setPen(border_pen)
-            plot.addItem(borders)
-            self.borders[name] = borders
-            self.panels[name], self.images[name] = plot, image
+            self.images[name] = palette.matrix_image(plot)
+            self.borders[name] = palette.cell_lines(plot)
+            self.panels[name] = plot
             if name in ("A", "B", "C"):
                 plot.hideAxis("left")
                 plot.hideAxis("bottom")
@@ -320,7 +313,3 @@ class TilesView(QWidget):
             self._update_texts()
             self._update_title()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
-        if event.type() == QEvent.LanguageChange:
-            self.retranslate()
-        super().changeEvent(event)
