@@ -8,11 +8,5 @@ import pytest  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_widgets(qapp):
-    from PySide6.QtWidgets import QApplication
-
-    before = set(map(id, QApplication.topLevelWidgets()))
+def no_leaked_widgets(closes_its_windows):
     yield
-    QApplication.processEvents()
-    leaked = [w for w in QApplication.topLevelWidgets() if id(w) not in before and w.isVisible()]
-    assert not leaked, f"test left top-level widgets open: {leaked}"

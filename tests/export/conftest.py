@@ -45,13 +45,3 @@ def no_leftovers(tmp_path):
     assert not hidden, f"partial files left behind: {hidden}"
 
 
-@pytest.fixture
-def closes_its_windows(qapp):
-    """Renderers show an offscreen container: it must be closed when the export ends."""
-    from PySide6.QtWidgets import QApplication
-
-    before = set(map(id, QApplication.topLevelWidgets()))
-    yield
-    QApplication.processEvents()
-    left = [w for w in QApplication.topLevelWidgets() if id(w) not in before and w.isVisible()]
-    assert not left, f"export left widgets open: {left}"

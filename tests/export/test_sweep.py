@@ -24,12 +24,17 @@ def read_csv(path):
         return list(csv.DictReader(fh))
 
 
-def test_every_combination_is_a_row_and_bad_ones_are_reported(tmp_path, capsys):
-    out = tmp_path / "sweep.csv"
-    argv = ["sweep", "tiled", "--tile", "8,16,64", "--pad", "0,1", *SMALL, "--backend", "sim"]
+def sim_sweep(tmp_path, capsys, kernel, tiles, pads):
+    """Run ``matviz sweep`` on the simulator at 64^3; its CSV rows, stdout and stderr."""
+    out = tmp_path / f"{kernel}.csv"
+    argv = ["sweep", kernel, "--tile", tiles, "--pad", pads, *SMALL, "--backend", "sim"]
     code, stdout, stderr = run(capsys, *argv, "-o", out)
     assert code == 0
-    rows = read_csv(out)
+    return read_csv(out), stdout, stderr
+
+
+def test_every_combination_is_a_row_and_bad_ones_are_reported(tmp_path, capsys):
+    rows, stdout, stderr = sim_sweep(tmp_path, capsys, "tiled", "8,16,64", "0,1")
     assert len(rows) == 6 and list(rows[0]) == list(sweep.CSV_COLUMNS)
     assert [(r["tile"], r["pad"]) for r in rows] == [
         ("8", "0"), ("8", "1"), ("16", "0"), ("16", "1"), ("64", "0"), ("64", "1"),
@@ -46,11 +51,7 @@ def test_every_combination_is_a_row_and_bad_ones_are_reported(tmp_path, capsys):
 
 
 def test_the_naive_kernel_has_no_pad(tmp_path, capsys):
-    out = tmp_path / "naive.csv"
-    argv = ["sweep", "naive", "--tile", "16", "--pad", "0,1,2", *SMALL, "--backend", "sim"]
-    code, stdout, _ = run(capsys, *argv, "-o", out)
-    assert code == 0
-    rows = read_csv(out)
+    rows, stdout, _ = sim_sweep(tmp_path, capsys, "naive", "16", "0,1,2")
     assert [r["status"] for r in rows] == ["ok", "unsupported", "unsupported"]
     assert all("no padding" in r["reason"] for r in rows[1:])
     assert "unsupported" in stdout
