@@ -66,7 +66,8 @@ class GridView(Retranslating, QWidget):
             self._sm_lut = palette.sm_lut(self._n_sms)
             self._sm_codes = (trace.blocks["smid"] % 256).astype(np.uint8).reshape(gy, gx)
             item = self.plot.getPlotItem()
-            item.getAxis("bottom").setTicks([palette.index_ticks(gx)])
+            # the square grid is narrow: two-digit labels 2 apart ran into each other at 32
+            item.getAxis("bottom").setTicks([palette.index_ticks(gx, 8)])
             item.getAxis("left").setTicks([palette.index_ticks(gy)])
             self.gridlines.setPath(palette.cell_borders(gx, gy))
             self.viewbox.enableAutoRange()
