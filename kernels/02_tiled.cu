@@ -35,9 +35,9 @@ __device__ __forceinline__ void tiled(const float *A, const float *B, float *C, 
         int b_row = t * TILE + threadIdx.y;
         // Out-of-range elements are stored as 0 so the inner loop needs no guard (§26).
         sm.As[threadIdx.y][threadIdx.x] = (row < M && a_col < K) ? A[row * K + a_col] : 0.0f;
-        MV_PROBE(0, &sm.As[threadIdx.y][threadIdx.x]);
+        MV_PROBE(MV_SITE_st_As, &sm.As[threadIdx.y][threadIdx.x]);
         sm.Bs[threadIdx.y][threadIdx.x] = (b_row < K && col < N) ? B[b_row * N + col] : 0.0f;
-        MV_PROBE(1, &sm.Bs[threadIdx.y][threadIdx.x]);
+        MV_PROBE(MV_SITE_st_Bs, &sm.Bs[threadIdx.y][threadIdx.x]);
 
         MV_ARRIVE(t, 0);
         __syncthreads();  // barrier 1: the whole tile is loaded before anyone reads it (§11)
@@ -46,8 +46,8 @@ __device__ __forceinline__ void tiled(const float *A, const float *B, float *C, 
 
 #pragma unroll
         for (int k = 0; k < TILE; ++k) {
-            MV_PROBE(2 + 2 * k, &sm.As[threadIdx.y][k]);
-            MV_PROBE(3 + 2 * k, &sm.Bs[k][threadIdx.x]);
+            MV_PROBE(MV_SITE_ld_As + k, &sm.As[threadIdx.y][k]);
+            MV_PROBE(MV_SITE_ld_Bs + k, &sm.Bs[k][threadIdx.x]);
             sum += sm.As[threadIdx.y][k] * sm.Bs[k][threadIdx.x];
         }
 

@@ -35,9 +35,9 @@ __device__ __forceinline__ void tiled_transposed(const float *A, const float *B,
         int b_row = t * TILE + threadIdx.y;
         // The global read stays coalesced (consecutive a_col); only the shared store is strided.
         sm.As[threadIdx.x][threadIdx.y] = (row < M && a_col < K) ? A[row * K + a_col] : 0.0f;
-        MV_PROBE(0, &sm.As[threadIdx.x][threadIdx.y]);
+        MV_PROBE(MV_SITE_st_As, &sm.As[threadIdx.x][threadIdx.y]);
         sm.Bs[threadIdx.y][threadIdx.x] = (b_row < K && col < N) ? B[b_row * N + col] : 0.0f;
-        MV_PROBE(1, &sm.Bs[threadIdx.y][threadIdx.x]);
+        MV_PROBE(MV_SITE_st_Bs, &sm.Bs[threadIdx.y][threadIdx.x]);
 
         MV_ARRIVE(t, 0);
         __syncthreads();
@@ -46,8 +46,8 @@ __device__ __forceinline__ void tiled_transposed(const float *A, const float *B,
 
 #pragma unroll
         for (int k = 0; k < TILE; ++k) {
-            MV_PROBE(2 + 2 * k, &sm.As[k][threadIdx.y]);
-            MV_PROBE(3 + 2 * k, &sm.Bs[k][threadIdx.x]);
+            MV_PROBE(MV_SITE_ld_As + k, &sm.As[k][threadIdx.y]);
+            MV_PROBE(MV_SITE_ld_Bs + k, &sm.Bs[k][threadIdx.x]);
             sum += sm.As[k][threadIdx.y] * sm.Bs[k][threadIdx.x];
         }
 

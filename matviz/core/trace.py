@@ -24,11 +24,17 @@ probe    optional (level 3): one row per shared-memory access instruction that t
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-SCHEMA_VERSION = 1
+from matviz.core.manifest import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from matviz.core.kernel import KernelConfig
+
+__all__ = ["SCHEMA_VERSION", "Trace", "BLOCK_DTYPE", "PROBE_DTYPE", "make_blocks"]
 
 BLOCK_DTYPE = np.dtype(
     [("bx", "<u4"), ("by", "<u4"), ("smid", "<u2"), ("start", "<i8"), ("end", "<i8")]
@@ -58,6 +64,7 @@ REQUIRED_MANIFEST_KEYS = (
     "device",
     "timer",
     "level",
+    "description",
     "geometry",
     "sampling",
     "software",
@@ -94,6 +101,13 @@ class Trace:
     @property
     def shape(self) -> tuple[int, int, int]:
         return self.manifest["M"], self.manifest["N"], self.manifest["K"]
+
+    @cached_property
+    def config(self) -> KernelConfig:
+        """The kernel's description at this trace's parameters and shape (from the registry)."""
+        from matviz.core.registry import get_kernel
+
+        return get_kernel(self.kernel).configure(self.params, *self.shape, check=False)
 
     @property
     def backend(self) -> str:

@@ -18,7 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from matviz.core.trace import BLOCK_DTYPE, PROBE_DTYPE, REQUIRED_MANIFEST_KEYS, Trace
+from matviz.core.registry import get_kernel
+from matviz.core.trace import (
+    BLOCK_DTYPE,
+    PROBE_DTYPE,
+    REQUIRED_MANIFEST_KEYS,
+    SCHEMA_VERSION,
+    Trace,
+)
 from matviz.errors import MatvizError
 
 FORMAT_VERSION = 1
@@ -156,10 +163,28 @@ def _read_manifest(zf: zipfile.ZipFile) -> dict[str, Any]:
             f"written by a newer matviz (format {version}); "
             f"this matviz reads up to {FORMAT_VERSION}: upgrade matviz"
         )
+    schema = manifest.get("schema_version")
+    if schema == 1:
+        manifest = _migrate_v1(manifest)
+    elif schema != SCHEMA_VERSION:
+        raise _BadFile(f"unknown schema_version {schema!r} (this matviz reads 1 and {SCHEMA_VERSION})")
     missing = [k for k in REQUIRED_MANIFEST_KEYS if k not in manifest]
     if missing:
         raise _BadFile(f"manifest lacks {', '.join(missing)}")
     return manifest
+
+
+def _migrate_v1(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 (matviz before kernel descriptions): add the description from the registry."""
+    try:
+        config = get_kernel(manifest["kernel"]).configure(
+            manifest["params"], manifest["M"], manifest["N"], manifest["K"], check=False
+        )
+    except (MatvizError, KeyError, TypeError, AttributeError) as exc:
+        raise _BadFile(f"cannot upgrade a schema-1 manifest: {exc}") from None
+    details = {k: manifest.pop(k) for k in ("sim_seed", "model", "command") if k in manifest}
+    return {**manifest, "schema_version": SCHEMA_VERSION, "description": config.describe(),
+            "details": details}  # fmt: skip
 
 
 def _check(arrays: dict[str, np.ndarray], name: str, ndim: int, dtype: np.dtype | None) -> None:

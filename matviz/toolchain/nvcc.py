@@ -1,4 +1,4 @@
-"""Compile a catalog kernel with nvcc and report what ptxas says about it.
+"""Compile a kernel with nvcc and report what ptxas says about it.
 
 One nvcc run (``-cubin -Xptxas -v -keep``) yields both the resource report (registers, spills,
 stack, shared memory, barriers) and the PTX, so the level-0 "no instrumentation" check costs no
@@ -6,8 +6,8 @@ extra build. Results are memoised in-process and on disk under ``~/.cache/matviz
 ``$XDG_CACHE_HOME/matviz/nvcc/``), keyed by a hash of the kernel source, the kernel headers, the
 defines, the target and nvcc's version, so a stale entry can never be returned.
 
-:func:`defines` is the single source of the ``-D`` list; the CuPy recorder passes the same
-strings to NVRTC.
+:meth:`KernelConfig.defines` is the single source of the ``-D`` list; the CuPy recorder passes the
+same strings to NVRTC.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
-from matviz.core import catalog
-from matviz.core.catalog import LEVELS, KernelSpec
+from matviz.core.kernel import KernelConfig
 from matviz.errors import MatvizError
+from matviz.paths import KERNEL_DIR
 
 DEFAULT_ARCH = "sm_90"
 NVCC_TIMEOUT_S = 300
@@ -53,42 +53,26 @@ def nvcc_path() -> str | None:
     return shutil.which("nvcc")
 
 
-def defines(spec: KernelSpec, params: dict[str, int], level: int) -> list[str]:
-    """The ``-DNAME=VALUE`` strings that configure ``spec`` (shared by nvcc and NVRTC)."""
-    if level not in LEVELS:
-        allowed = ", ".join(map(str, LEVELS))
-        raise MatvizError(f"level {level} is not a trace level (allowed: {allowed})")
-    resolved = spec.resolve_params(**params)
-    # PAD 0 for kernels without padding keeps the -D list the same shape for every kernel.
-    return [
-        f"-DTILE={resolved['tile']}",
-        f"-DPAD={resolved.get('pad', 0)}",
-        f"-DMV_LEVEL={level}",
-    ]
+def compile_flags(config: KernelConfig, level: int) -> list[str]:
+    """nvcc flags for ``config``: its defines plus the include path for ``trace.cuh``."""
+    return [*config.defines(level), f"-I{KERNEL_DIR}"]
 
 
-def compile_flags(spec: KernelSpec, params: dict[str, int], level: int) -> list[str]:
-    """nvcc flags for ``spec``: the defines plus the include path for ``trace.cuh``."""
-    return [*defines(spec, params, level), f"-I{catalog.KERNEL_DIR}"]
+def compile_report(config: KernelConfig, level: int, arch: str = DEFAULT_ARCH) -> CompileReport:
+    """Registers, spills, stack, shared memory and barriers ptxas reports for ``config``."""
+    return _build(config, level, arch)[0]
 
 
-def compile_report(
-    spec: KernelSpec, params: dict[str, int], level: int, arch: str = DEFAULT_ARCH
-) -> CompileReport:
-    """Registers, spills, stack, shared memory and barriers ptxas reports for ``spec``."""
-    return _build(spec, params, level, arch)[0]
+def ptx(config: KernelConfig, level: int, arch: str = DEFAULT_ARCH) -> str:
+    """The PTX nvcc generates for ``config`` (identical to ``nvcc -ptx``)."""
+    return _build(config, level, arch)[1]
 
 
-def ptx(spec: KernelSpec, params: dict[str, int], level: int, arch: str = DEFAULT_ARCH) -> str:
-    """The PTX nvcc generates for ``spec`` (identical to ``nvcc -ptx``)."""
-    return _build(spec, params, level, arch)[1]
-
-
-def registers_for(spec: KernelSpec, params: dict[str, int], level: int = 0) -> tuple[int, str]:
-    """Registers per thread and their origin: "nvcc", or "catalog estimate" without nvcc."""
+def registers_for(config: KernelConfig, level: int = 0) -> tuple[int, str]:
+    """Registers per thread and their origin: "nvcc", or the description's "estimate"."""
     if nvcc_path() is None:
-        return spec.register_estimate, "catalog estimate"
-    return compile_report(spec, params, level).registers, "nvcc"
+        return config.kernel.registers, "estimate"
+    return compile_report(config, level).registers, "nvcc"
 
 
 # -- building ---------------------------------------------------------------------------------
@@ -110,31 +94,30 @@ def _nvcc_version(nvcc: str) -> str:
     return done.stdout
 
 
-def _cache_key(spec: KernelSpec, flags: list[str], arch: str, nvcc: str) -> str:
+def _cache_key(source: Path, entry: str, flags: list[str], arch: str, nvcc: str) -> str:
     digest = hashlib.sha256()
     # Every header in the kernel directory, not just trace.cuh, so a new shared header that a
     # kernel includes also invalidates the cache.
-    headers = sorted(catalog.KERNEL_DIR.glob("*.cuh"))
-    for path in (spec.source, *headers):
+    headers = sorted(KERNEL_DIR.glob("*.cuh"))
+    for path in (source, *headers):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     # The -I path is left out so checkouts in different places share entries.
     defs = [f for f in flags if not f.startswith("-I")]
-    meta = [str(_CACHE_FORMAT), arch, spec.entry_point, *defs, _nvcc_version(nvcc)]
+    meta = [str(_CACHE_FORMAT), arch, entry, *defs, _nvcc_version(nvcc)]
     digest.update("\0".join(meta).encode())
     return digest.hexdigest()[:32]
 
 
-def _build(
-    spec: KernelSpec, params: dict[str, int], level: int, arch: str
-) -> tuple[CompileReport, str]:
+def _build(config: KernelConfig, level: int, arch: str) -> tuple[CompileReport, str]:
     nvcc = nvcc_path()
     if nvcc is None:
         raise MatvizError("nvcc was not found on PATH; install the CUDA toolkit to compile")
-    if not spec.source.is_file():
-        raise MatvizError(f"kernel source {spec.source} does not exist")
-    flags = compile_flags(spec, params, level)
-    key = _cache_key(spec, flags, arch, nvcc)
-    return _build_keyed(key, str(spec.source), spec.entry_point, tuple(flags), arch, nvcc)
+    source, entry = config.kernel.source, config.kernel.entry_point
+    if not source.is_file():
+        raise MatvizError(f"kernel source {source} does not exist")
+    flags = compile_flags(config, level)
+    key = _cache_key(source, entry, flags, arch, nvcc)
+    return _build_keyed(key, str(source), entry, tuple(flags), arch, nvcc)
 
 
 @lru_cache(maxsize=1024)

@@ -1,4 +1,4 @@
-"""The SASS ptxas really emitted for a catalog kernel (nvcc -cubin, then cuobjdump -sass).
+"""The SASS ptxas really emitted for a kernel (nvcc -cubin, then cuobjdump -sass).
 
 Checks what the app and the simulator rely on but PTX cannot show: which shared loads ptxas
 vectorises (LDS.128 at PAD 0, none at PAD 1), and that instrumentation leaves the naive kernel's
@@ -16,15 +16,15 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from matviz.core.catalog import KernelSpec
-from matviz.core.compile_report import (
+from matviz.core.kernel import KernelConfig
+from matviz.errors import MatvizError
+from matviz.toolchain.nvcc import (
     DEFAULT_ARCH,
     NVCC_TIMEOUT_S,
     compile_flags,
     cubin_command,
     nvcc_path,
 )
-from matviz.errors import MatvizError
 
 _LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _BRANCH = re.compile(r"\bBRA (0x[0-9a-f]+)")
@@ -46,7 +46,7 @@ def cuobjdump_path() -> str | None:
     return None
 
 
-def sass(spec: KernelSpec, params: dict[str, int], level: int) -> list[Instruction]:
+def sass(config: KernelConfig, level: int) -> list[Instruction]:
     """The kernel's instructions for ``DEFAULT_ARCH``, in address order."""
     nvcc, cuobjdump = nvcc_path(), cuobjdump_path()
     if nvcc is None or cuobjdump is None:
@@ -56,8 +56,8 @@ def sass(spec: KernelSpec, params: dict[str, int], level: int) -> list[Instructi
         )
     with tempfile.TemporaryDirectory(prefix="matviz-sass-") as tmp:
         cubin = str(Path(tmp) / "kernel.cubin")
-        flags = compile_flags(spec, params, level)
-        _run(cubin_command(nvcc, str(spec.source), flags, DEFAULT_ARCH, cubin))
+        flags = compile_flags(config, level)
+        _run(cubin_command(nvcc, str(config.kernel.source), flags, DEFAULT_ARCH, cubin))
         # cuobjdump runs nvdisasm, which the wheels install next to it
         path = f"{Path(cuobjdump).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         listing = _run([cuobjdump, "-sass", cubin], {**os.environ, "PATH": path})

@@ -1,0 +1,1 @@
+"""Side effects live here: running nvcc and reading the SASS it builds."""
