@@ -10,6 +10,11 @@
 //                  + the shared-memory probe: for block mv_probe_block, warp mv_probe_warp and
 //                    k-tile mv_probe_ktile, the byte offset every lane touches at each site.
 //
+// The kernel's description (kernels/NN_name.py) is the one place that numbers its probe slots
+// and barriers; matviz passes them as defines: MV_SITE_<site> is the first slot of a site (its
+// k-th instance writes slot MV_SITE_<site> + k), MV_PROBE_SLOTS the total, MV_BARRIERS the
+// barriers per k-step.
+//
 // Why two clocks: %globaltimer is synchronised across SMs (32 ns ticks on the H200) but slow
 // to read inside the latency-bound k loop; clock64 is one cheap CS2R but per SM. Blocks are
 // placed with %globaltimer, and per-tile marks are raw clock64 low words that the recorder
@@ -20,9 +25,9 @@
 //                               smid, gt_end of warp 0
 //   mv_phases  u32 [blocks / mv_phase_every][n_tiles][2]   issue clock, (loaded - issue) |
 //                                                           (computed - issue) << 16, cycles
-//   mv_warps   u32 [blocks / mv_warp_every][n_tiles][warps][2] cycles each warp waited at
-//                                                              barrier 1 and barrier 2
-//   mv_probe   u32 [1 + sites][32]   row 0 lane 0: shared base; row 1+s: offsets at site s
+//   mv_warps   u32 [blocks / mv_warp_every][n_tiles][warps][MV_BARRIERS] cycles each warp
+//                                                  waited at each barrier of the k-step
+//   mv_probe   u32 [1 + MV_PROBE_SLOTS][32]  row 0 lane 0: shared base; row 1+s: offsets at slot s
 #pragma once
 
 #ifndef MV_LEVEL
@@ -195,12 +200,13 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
     const int mv_nwarps = (blockDim.x * blockDim.y + 31) / 32;                         \
     const bool mv_warp_on = (MV_TID & 31) == 0 && MV_BID % mv.warp_every == 0;         \
     unsigned int *mv_warp_row = mv.warps + (size_t)(MV_BID / mv.warp_every) *          \
-                                               (size_t)(n_tiles) * mv_nwarps * 2;      \
+                                               (size_t)(n_tiles) * mv_nwarps * MV_BARRIERS; \
     unsigned int mv_arrived = 0;
 #define MV_ARRIVE(t, barrier) mv_arrived = mv_clock();
 #define MV_RELEASED(t, barrier)                                                        \
     if (mv_warp_on)                                                                    \
-        mv_warp_row[((t) * mv_nwarps + MV_TID / 32) * 2 + (barrier)] = mv_clock() - mv_arrived;
+        mv_warp_row[((t) * mv_nwarps + MV_TID / 32) * MV_BARRIERS + (barrier)] =            \
+            mv_clock() - mv_arrived;
 
 #define MV_PROBE_BEGIN(t, shared_base)                                                   \
     const bool mv_probe_on = MV_BID == mv.probe_block && MV_TID / 32 == mv.probe_warp && \

@@ -1,7 +1,10 @@
-"""The run controls: kernel, sizes, tile, padding, level and backend.
+"""The run controls: kernel, sizes, one choice per kernel parameter, level and backend.
 
-Any change re-validates at once (a rejected configuration shows its reason in red and does not
-run) and, 400 ms after the last change, asks for a run through ``runRequested(job)``.
+The parameter rows come from the selected kernel's description (``Param.name``, ``values``,
+``default``, ``label``, ``help``) and are rebuilt when the kernel changes, so a parameter added
+to a description appears here with no other change. Any change re-validates at once (a rejected
+configuration shows its reason in red and does not run) and, 400 ms after the last change, asks
+for a run through ``runRequested(job)``; the job is a ``RunRequest``-shaped dict.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from PySide6.QtWidgets import (
 
 from matviz.app.i18n import Retranslating, tr
 from matviz.backends.cuda_status import cuda_status
-from matviz.core.catalog import CATALOG, LEVEL_NAMES, LEVELS
+from matviz.core import registry
+from matviz.core.kernel import LEVEL_NAMES, LEVELS, Kernel, Param
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 
@@ -29,6 +33,13 @@ SIZE_MIN, SIZE_MAX = 1, 16384  # what the GUI offers; the spin boxes accept more
 SPIN_ACCEPTS = 999_999
 BACKENDS = (("cuda", "CUDA"), ("sim", "Simulator"))
 DEFAULT_SIZE = 1024
+FIXED_ROWS = ("Kernel", "M (rows of C)", "N (cols of C)", "K (inner)")  # then the parameters
+
+
+def param_title(param: Param) -> str:
+    """The row label of a parameter: 'Tile T', 'Pad P' (its name and its short label)."""
+    name = param.name[:1].upper() + param.name[1:]
+    return name if param.label.lower() == param.name.lower() else f"{name} {param.label}"
 
 
 class Controls(Retranslating, QWidget):
@@ -46,9 +57,9 @@ class Controls(Retranslating, QWidget):
         self.kernel = QComboBox()
         self.kernel.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.kernel.setMinimumContentsLength(9)  # the full title is in the tooltip
-        for i, spec in enumerate(CATALOG.values()):
-            self.kernel.addItem(f"{spec.number:02d} {spec.name}", spec.name)
-            self.kernel.setItemData(i, spec.title, Qt.ToolTipRole)
+        for i, kernel in enumerate(registry.kernels().values()):
+            self.kernel.addItem(f"{kernel.number:02d} {kernel.name}", kernel.name)
+            self.kernel.setItemData(i, kernel.title, Qt.ToolTipRole)
         self.sizes = {}
         for name in "MNK":
             box = QSpinBox()
@@ -57,8 +68,8 @@ class Controls(Retranslating, QWidget):
             box.setAccelerated(True)
             box.setKeyboardTracking(False)  # typing 4096 is one change, not four
             self.sizes[name] = box
-        self.tile = QComboBox()
-        self.pad = QComboBox()
+        self.params_boxes: dict[str, QComboBox] = {}  # one per parameter of the kernel shown
+        self._param_labels: dict[str, QLabel] = {}
         self.level = QComboBox()
         for level in LEVELS:
             self.level.addItem("", level)
@@ -75,9 +86,12 @@ class Controls(Retranslating, QWidget):
 
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
-        self._labels = [QLabel() for _ in range(8)]
-        fields = [self.kernel, *self.sizes.values(), self.tile, self.pad, self.level, self.backend]
-        for label, field in zip(self._labels, fields, strict=True):
+        self._labels = [QLabel() for _ in FIXED_ROWS]
+        for label, field in zip(self._labels, [self.kernel, *self.sizes.values()], strict=True):
+            label.setBuddy(field)
+            self.form.addRow(label, field)
+        self._level_label, self._backend_label = QLabel(), QLabel()
+        for label, field in ((self._level_label, self.level), (self._backend_label, self.backend)):
             label.setBuddy(field)
             self.form.addRow(label, field)
         layout = QVBoxLayout(self)
@@ -86,10 +100,10 @@ class Controls(Retranslating, QWidget):
         layout.addWidget(self.message)
         layout.addStretch(1)
 
-        self._fill_params()
+        self._build_params()
         self._setup_backend()
         self.kernel.currentIndexChanged.connect(self._kernel_changed)
-        for widget in (self.tile, self.pad, self.level, self.backend):
+        for widget in (self.level, self.backend):
             widget.currentIndexChanged.connect(self._changed)
         for box in self.sizes.values():
             box.valueChanged.connect(self._changed)
@@ -98,17 +112,15 @@ class Controls(Retranslating, QWidget):
 
     # -- configuration ---------------------------------------------------------------------
     @property
-    def spec(self):
-        return CATALOG[self.kernel.currentData()]
+    def spec(self) -> Kernel:
+        """The selected kernel's description."""
+        return registry.get_kernel(self.kernel.currentData())
 
-    def params(self) -> dict[str, int]:
-        params = {"tile": int(self.tile.currentData())}
-        if "pad" in self.spec.params:
-            params["pad"] = int(self.pad.currentData())
-        return params
+    def params(self) -> dict[str, int | str]:
+        return {name: box.currentData() for name, box in self.params_boxes.items()}
 
     def job(self) -> dict:
-        """The current configuration as a worker job (without ``out``)."""
+        """The current configuration as a RunRequest-shaped dict (the runner adds ``out``)."""
         return {
             "backend": self.backend.currentData(),
             "kernel": self.spec.name,
@@ -124,11 +136,11 @@ class Controls(Retranslating, QWidget):
         self.error = ""
         job = self.job()
         try:
-            self.spec.validate(job["params"], job["M"], job["N"], job["K"])
+            self.spec.configure(job["params"], job["M"], job["N"], job["K"])
         except MatvizError as exc:
             self.error = str(exc)
         for name in "MNK" if not self.error else ():
-            if not SIZE_MIN <= job[name] <= SIZE_MAX:  # the catalog allows it; the GUI does not
+            if not SIZE_MIN <= job[name] <= SIZE_MAX:  # the kernel allows it; the GUI does not
                 self.error = tr("{name} = {value} is outside {low}..{high}").format(
                     name=name, value=job[name], low=SIZE_MIN, high=SIZE_MAX
                 )
@@ -155,12 +167,9 @@ class Controls(Retranslating, QWidget):
         self._quiet = True
         try:
             self.kernel.setCurrentIndex(max(self.kernel.findData(trace.kernel), 0))
-            self._fill_params()
+            self._build_params(trace.params)
             for name, value in zip("MNK", trace.shape, strict=True):
                 self.sizes[name].setValue(int(value))
-            for name, combo in (("tile", self.tile), ("pad", self.pad)):
-                if name in trace.params:
-                    combo.setCurrentIndex(max(combo.findData(trace.params[name]), 0))
             self.level.setCurrentIndex(max(self.level.findData(trace.manifest["level"]), 0))
             backend = trace.backend if trace.backend == "sim" or self.cuda_ok else "sim"
             self.backend.setCurrentIndex(self.backend.findData(backend))
@@ -170,27 +179,38 @@ class Controls(Retranslating, QWidget):
         self.validate()
 
     # -- internals -------------------------------------------------------------------------
-    def _fill_params(self) -> None:
-        spec = self.spec
-        for name, combo in (("tile", self.tile), ("pad", self.pad)):
-            old = combo.currentData()
-            combo.blockSignals(True)
-            combo.clear()
-            values = spec.params.get(name, (0,))
-            for value in values:
-                combo.addItem(str(value), value)
-            default = old if old in values else spec.default_params().get(name, values[0])
-            combo.setCurrentIndex(combo.findData(default))
-            combo.blockSignals(False)
-        self.pad.setEnabled("pad" in spec.params)
-        self._pad_tooltip()
+    def _build_params(self, values: dict | None = None) -> None:
+        """One combo per parameter of the selected kernel, after the sizes.
 
-    def _pad_tooltip(self) -> None:
-        self.pad.setToolTip(
-            tr("Extra shared-memory columns per tile row (shifts rows across banks)")
-            if self.pad.isEnabled()
-            else tr("The naive kernel uses no shared memory, so it has no padding")
-        )
+        A value comes from ``values``, else the same-named parameter shown before (when this
+        kernel allows it), else the description's default.
+        """
+        old = self.params()
+        for name in list(self.params_boxes):
+            self.form.removeRow(self.params_boxes.pop(name))  # deletes the label as well
+        self._param_labels.clear()
+        row = len(FIXED_ROWS)
+        for param in self.spec.params:
+            box = QComboBox()
+            for value in param.values:
+                box.addItem(str(value), value)
+            wanted = ((values or {}).get(param.name), old.get(param.name))
+            value = next((v for v in wanted if v in param.values), param.default)
+            box.setCurrentIndex(box.findData(value))
+            box.currentIndexChanged.connect(self._changed)
+            label = QLabel()
+            label.setBuddy(box)
+            self.form.insertRow(row, label, box)
+            row += 1
+            self.params_boxes[param.name] = box
+            self._param_labels[param.name] = label
+        self._param_texts()
+
+    def _param_texts(self) -> None:
+        for param in self.spec.params:
+            if param.name in self.params_boxes:
+                self._param_labels[param.name].setText(tr(param_title(param)))
+                self.params_boxes[param.name].setToolTip(tr(param.help))
 
     def _setup_backend(self) -> None:
         model = self.backend.model()
@@ -200,7 +220,8 @@ class Controls(Retranslating, QWidget):
         self.backend.setCurrentIndex(cuda_row if self.cuda_ok else self.backend.findData("sim"))
 
     def _kernel_changed(self) -> None:
-        self._fill_params()
+        if not self._quiet:  # show_config builds the rows with the trace's values itself
+            self._build_params()
         self._changed()
 
     def _changed(self) -> None:
@@ -213,22 +234,14 @@ class Controls(Retranslating, QWidget):
 
     # -- language --------------------------------------------------------------------------
     def retranslate(self) -> None:
-        names = (
-            "Kernel",
-            "M (rows of C)",
-            "N (cols of C)",
-            "K (inner)",
-            "Tile T",
-            "Padding",
-            "Level",
-            "Backend",
-        )
-        for label, name in zip(self._labels, names, strict=True):
+        for label, name in zip(self._labels, FIXED_ROWS, strict=True):
             label.setText(tr(name))
-        for i, spec in enumerate(CATALOG.values()):
-            self.kernel.setItemData(i, tr(spec.title), Qt.ToolTipRole)
-        self.tile.setToolTip(tr("Tile edge T: each block is T x T threads and stages T x T tiles"))
-        self._pad_tooltip()
+        self._level_label.setText(tr("Level"))
+        self._backend_label.setText(tr("Backend"))
+        self._param_texts()
+        for i in range(self.kernel.count()):
+            title = registry.get_kernel(self.kernel.itemData(i)).title
+            self.kernel.setItemData(i, tr(title), Qt.ToolTipRole)
         for i in range(self.level.count()):
             level = self.level.itemData(i)
             self.level.setItemText(i, f"{level} {tr(LEVEL_NAMES[level])}")
@@ -248,4 +261,3 @@ class Controls(Retranslating, QWidget):
         self.run_button.setToolTip(tr("Runs start by themselves 0.4 s after a change"))
         if self.error:
             self.validate()
-

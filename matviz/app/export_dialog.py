@@ -128,8 +128,8 @@ class ExportDialog(QDialog):
         b = trace.blocks[self.session.selected_block]
         self.block_label.setText(f"({int(b['bx'])}, {int(b['by'])})")
         if not self.path.text():
-            params = "_".join(f"{k[0]}{v}" for k, v in trace.params.items())
-            name = f"{trace.kernel}_{params}_{trace.shape[0]}"
+            labels = trace.config.kernel.labels(trace.config.params)  # 'T32 P0'
+            name = f"{trace.kernel}_{labels.replace(' ', '_').lower()}_{trace.shape[0]}"
             self.path.setText(str(Path.cwd() / name) + SUFFIX[self.current_format()])
         self._on_format()
 

@@ -216,9 +216,7 @@ class FrameRenderer:
         phase += tr(palette.STATE_NAMES.get(state, "running")) + "</b>"
         if ktile >= 0 and state != BlockState.DONE:
             phase += ", " + tr("k-tile {k}").format(k=ktile + 1) + f"/{trace.n_tiles}"
-        params = " ".join(
-            f"{'T' if k == 'tile' else k.upper()}={v}" for k, v in trace.params.items()
-        )
+        params = trace.config.kernel.labels(trace.config.params)
         m, n, k = trace.shape
         dot = " &nbsp;·&nbsp; "
         return (

@@ -10,11 +10,11 @@ which :class:`Retranslating` calls when Qt sends them a ``QEvent.LanguageChange`
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEvent, QTranslator
 
-I18N_DIR = Path(__file__).resolve().parents[2] / "resources" / "i18n"
+from matviz.paths import I18N_DIR
+
 LANGUAGES = {"en": "English", "zh_CN": "简体中文"}
 CONTEXT = "matviz"
 

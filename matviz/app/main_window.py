@@ -36,9 +36,14 @@ from matviz.core.runs import RunPoint
 from matviz.core.trace import Trace
 from matviz.core.trace_io import load_trace, save_trace
 from matviz.errors import MatvizError
+from matviz.paths import TRACE_DIR
 
-BUNDLED_TRACE = Path(__file__).resolve().parents[2] / "resources/traces/tiled_t32_p0_1024.mvz"
-DEFAULT_RUN = {"kernel": "tiled", "M": 1024, "N": 1024, "K": 1024, "tile": 32, "pad": 0}
+BUNDLED_TRACE = TRACE_DIR / "tiled_t32_p0_1024.mvz"
+# What the start-up shows when the bundled recording is missing: the same setup, simulated.
+DEFAULT_RUN = {
+    "kernel": "tiled", "M": 1024, "N": 1024, "K": 1024, "params": {"tile": 32, "pad": 0},
+    "backend": "sim", "level": 3,
+}  # fmt: skip
 
 
 class MainWindow(Retranslating, QMainWindow):
@@ -197,11 +202,14 @@ class MainWindow(Retranslating, QMainWindow):
                     continue  # a damaged extra recording only costs its plot point
         if BUNDLED_TRACE.is_file() and self.open_file(BUNDLED_TRACE, remember=False):
             return
-        from matviz.backends.simulator import simulate  # in-process: fast and cannot crash
+        # In-process (fast, cannot crash); with the description's register estimate, so no
+        # nvcc runs on the GUI thread.
+        from matviz.backends.contract import RunRequest
+        from matviz.backends.simulator import simulate
 
-        spec = dict(DEFAULT_RUN)
-        shape = spec.pop("kernel"), spec.pop("M"), spec.pop("N"), spec.pop("K")
-        self.show_trace(simulate(*shape, level=3, **spec), replay=True)
+        request = RunRequest(**DEFAULT_RUN)
+        registers = request.config().kernel.registers
+        self.show_trace(simulate(request, registers=registers), replay=True)
 
     def show_trace(self, trace: Trace, replay: bool = True, path: Path | None = None) -> None:
         """Make ``trace`` current: views, title, one throughput point; for a trace that did not
@@ -225,8 +233,10 @@ class MainWindow(Retranslating, QMainWindow):
         path = Path(path)
         try:
             trace = load_trace(path)
+            _ = trace.config  # every view reads the kernel's description: it must be known here
         except MatvizError as exc:
-            self.show_error(str(exc))
+            message = str(exc)
+            self.show_error(message if str(path) in message else f"cannot show {path}: {message}")
             return False
         self.runner.cancel()  # a run finishing later must not replace what was just opened
         self.show_trace(trace, replay=True, path=path)

@@ -13,9 +13,11 @@ import shlex
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-TRACE = "resources/traces/tiled_t32_p0_1024.mvz"
-OUT = "resources/screenshots/tiled_t32.gif"
+from matviz.paths import RESOURCE_DIR, TRACE_DIR
+
+ROOT = RESOURCE_DIR.parent  # the repository root in a checkout; paths below are relative to it
+TRACE = (TRACE_DIR / "tiled_t32_p0_1024.mvz").relative_to(ROOT).as_posix()
+OUT = (RESOURCE_DIR / "screenshots" / "tiled_t32.gif").relative_to(ROOT).as_posix()
 ARGS = ("--view", "all", "--size", "1280x720", "--fps", "15", "--duration", "10")
 ARGS += ("--block", "16,16")
 MAX_BYTES = 3_000_000

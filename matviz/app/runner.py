@@ -1,33 +1,29 @@
-"""Runs recordings and simulations in a worker process (``matviz.backends.worker``) via QProcess.
+"""Runs recordings and simulations in a worker process (:mod:`matviz.jobs`) via QProcess.
 
 A segfault, CUDA fault or compile error kills only the worker: the Runner reports it through
 ``failed`` and the next job starts a fresh process. Only the latest job counts: starting a job
 cancels the one that is running. One spare worker is kept started ahead of time (its imports
-done, waiting on stdin), which saves the interpreter start-up on the next run.
+done, waiting on stdin), which saves the interpreter start-up on the next run. The protocol,
+the worker's environment and the failure messages are :mod:`matviz.jobs`'; this is the Qt side.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 import tempfile
 import warnings
-from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
 
 import shiboken6
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 
-import matviz
+from matviz import jobs
 from matviz.app.i18n import tr
-from matviz.backends.worker import parse_answer
+from matviz.backends.contract import RunRequest
 from matviz.core.trace import Trace
 from matviz.core.trace_io import load_trace
 from matviz.errors import MatvizError
-
-PROGRESS_PREFIX = "matviz-progress: "  # the worker's stderr progress lines
-DEFAULT_COMMAND = (sys.executable, "-m", "matviz.backends.worker")
-PROJECT_ROOT = Path(matviz.__file__).resolve().parents[1]
 
 
 def _disconnect(proc: QProcess) -> None:
@@ -39,11 +35,6 @@ def _disconnect(proc: QProcess) -> None:
                 signal.disconnect()
             except (RuntimeError, TypeError):
                 pass
-
-
-def _last_line(data: bytes) -> str:
-    lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
 
 
 class Runner(QObject):
@@ -59,13 +50,13 @@ class Runner(QObject):
         prewarm: bool = True,
     ) -> None:
         super().__init__(parent)
-        self.command = tuple(command or DEFAULT_COMMAND)
+        self.command = tuple(command or jobs.command())
         self.prewarm = prewarm
         self._proc: QProcess | None = None  # the process running the latest job
         self._out: str | None = None  # its temporary trace file
         self._spare: QProcess | None = None
         self._retired: list[QProcess] = []  # done with; deleted once they have exited
-        self.last_job: dict | None = None
+        self.last_job: dict[str, Any] | None = None  # the latest job's request as JSON
         self._stderr_tail = ""  # the worker's last non-progress stderr line (a crash's reason)
         self._shut_down = False
         if prewarm:
@@ -76,8 +67,9 @@ class Runner(QObject):
     def busy(self) -> bool:
         return self._proc is not None
 
-    def start(self, job: dict) -> None:
-        """Run ``job`` (the worker's JSON minus ``out``); cancels a job already running."""
+    def start(self, job: RunRequest | Mapping[str, Any]) -> None:
+        """Run ``job`` (a RunRequest or its JSON); cancels a job already running. A bad
+        request is the worker's to refuse: it comes back through ``failed``."""
         if self._shut_down:
             return
         was_busy = self.busy
@@ -87,13 +79,13 @@ class Runner(QObject):
         os.close(fd)
         self._out = out
         self._stderr_tail = ""
-        self.last_job = dict(job)
+        self.last_job = job.to_json() if isinstance(job, RunRequest) else dict(job)
         proc = self._take_spare() or self._spawn()
         self._proc = proc
         proc.finished.connect(lambda code, status, p=proc: self._on_finished(p, code, status))
         proc.errorOccurred.connect(lambda err, p=proc: self._on_error(p, err))
         proc.readyReadStandardError.connect(lambda p=proc: self._on_stderr(p))
-        proc.write(json.dumps({**job, "out": out}).encode())
+        proc.write(jobs.job_text(self.last_job, out).encode())
         proc.closeWriteChannel()
         if not was_busy:
             self.busyChanged.emit(True)
@@ -107,7 +99,7 @@ class Runner(QObject):
 
     def set_command(self, command: tuple[str, ...] | list[str] | None) -> None:
         """Use another worker command from the next job on (None: the real worker)."""
-        self.command = tuple(command or DEFAULT_COMMAND)
+        self.command = tuple(command or jobs.command())
         spare, self._spare = self._spare, None
         if spare is not None:
             self._retire(spare)
@@ -136,8 +128,9 @@ class Runner(QObject):
     def _spawn(self) -> QProcess:
         proc = QProcess(self)
         env = QProcessEnvironment.systemEnvironment()
-        path = env.value("PYTHONPATH", "")
-        env.insert("PYTHONPATH", os.pathsep.join(p for p in (str(PROJECT_ROOT), path) if p))
+        path = jobs.worker_pythonpath(env.value("PYTHONPATH", ""))
+        if path:
+            env.insert("PYTHONPATH", path)
         proc.setProcessEnvironment(env)
         proc.setProgram(self.command[0])
         proc.setArguments(list(self.command[1:]))
@@ -198,37 +191,35 @@ class Runner(QObject):
     def _on_stderr(self, proc: QProcess) -> None:
         while proc.canReadLine():
             line = bytes(proc.readLine()).decode("utf-8", "replace").strip()
-            if line.startswith(PROGRESS_PREFIX):
-                self.progress.emit(line[len(PROGRESS_PREFIX) :])
+            if line.startswith(jobs.PROGRESS_PREFIX):
+                self.progress.emit(line[len(jobs.PROGRESS_PREFIX) :])
             elif line:
                 self._stderr_tail = line
 
     def _on_error(self, proc: QProcess, error: QProcess.ProcessError) -> None:
         if proc is self._proc and error == QProcess.FailedToStart:
-            self._finish_with_error(
-                tr("could not start the worker ({program}): {reason}").format(
-                    program=self.command[0], reason=proc.errorString()
-                )
-            )
+            self._finish_with_error(jobs.start_failure(self.command[0], proc.errorString(), tr))
 
     def _on_finished(self, proc: QProcess, code: int, status: QProcess.ExitStatus) -> None:
         if proc is not self._proc:
             return
         self._on_stderr(proc)
-        stderr_tail = self._stderr_tail or _last_line(bytes(proc.readAllStandardError()))
-        answer = parse_answer(bytes(proc.readAllStandardOutput()).decode("utf-8", "replace"))
-        if answer is not None and answer.get("ok") and status == QProcess.NormalExit:
-            self._load(str(answer.get("out", self._out)))
-        elif answer is not None and "error" in answer:
-            self._finish_with_error(str(answer["error"]))
-        elif status == QProcess.CrashExit:
-            detail = f": {stderr_tail}" if stderr_tail else ""
-            self._finish_with_error(tr("the worker crashed") + detail)
-        else:
-            detail = f": {stderr_tail}" if stderr_tail else ""
-            self._finish_with_error(
-                tr("the worker stopped with exit code {code}").format(code=code) + detail
+        rest = bytes(proc.readAllStandardError()).decode("utf-8", "replace")
+        stderr_tail = jobs.last_line(rest) or self._stderr_tail
+        answer = jobs.parse_answer(bytes(proc.readAllStandardOutput()).decode("utf-8", "replace"))
+        try:
+            path = jobs.result(
+                answer,
+                self._out,
+                returncode=code,
+                crashed=status == QProcess.CrashExit,
+                stderr_tail=stderr_tail,
+                translate=tr,
             )
+        except MatvizError as exc:
+            self._finish_with_error(str(exc))
+            return
+        self._load(str(path))
 
     def _load(self, path: str) -> None:
         try:

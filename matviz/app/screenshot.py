@@ -13,8 +13,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from matviz.paths import RESOURCE_DIR
+
 WIDTH, HEIGHT = 1600, 1000
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "resources/screenshots/main_window.png"
+DEFAULT_OUT = RESOURCE_DIR / "screenshots" / "main_window.png"
 
 
 def render(out: Path, trace_path: Path | None = None, language: str = "en") -> Path:

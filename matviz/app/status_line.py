@@ -37,10 +37,10 @@ def source_label(trace: Trace, replay: bool) -> str:
 
 
 def config_label(trace: Trace) -> str:
-    """'tiled T32 P0 1024×1024×1024' for the window title."""
-    params = " ".join(f"{'T' if k == 'tile' else 'P'}{v}" for k, v in trace.params.items())
+    """'tiled T32 P0 1024×1024×1024' for the window title (labels from the description)."""
+    config = trace.config
     m, n, k = trace.shape
-    return f"{trace.kernel} {params} {m}×{n}×{k}"
+    return f"{trace.kernel} {config.kernel.labels(config.params)} {m}×{n}×{k}"
 
 
 class RecentFiles:

@@ -20,8 +20,8 @@ from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR, peak_gflops
 from matviz.errors import MatvizError
 from matviz.export.atomic import AtomicOutput
-from matviz.export.sweep import OK, SweepRow
 from matviz.export.writers import PngWriter
+from matviz.sweep import OK, SweepRow
 
 SIZE = (1200, 620)
 BAR = (31, 119, 180)

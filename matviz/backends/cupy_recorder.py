@@ -1,4 +1,4 @@
-"""Record a catalog kernel on a real GPU through CuPy.
+"""Record a kernel on a real GPU through CuPy.
 
 One recording = verify the level-0 build against float64, time it and cuBLAS with CUDA events,
 time the instrumented build against it (interleaved, so drift hits both), then run the
@@ -10,15 +10,18 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from matviz.backends import trace_decode
+from matviz.backends.contract import RunRequest
 from matviz.backends.cuda_status import _one_line
-from matviz.backends.devices import load_device
-from matviz.core import catalog, sampling
+from matviz.core import sampling
+from matviz.core.kernel import STATIC_SMEM_LIMIT, KernelConfig
+from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy_dict
-from matviz.core.trace import SCHEMA_VERSION, Trace
+from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 
 try:
@@ -29,6 +32,7 @@ try:
         compiled_kernel,
         cuda_errors,
         device_info,
+        driver_blocks_per_sm,
         software_versions,
         spacer,
     )
@@ -36,61 +40,39 @@ except ImportError:  # the CLI checks cuda_status() before it gets here
     cupy = None
 
 UNWRITTEN_PROBE = 0xFFFFFFFF
+WARMUP = 3
 
 
-@dataclass(frozen=True)
-class RecordOptions:
-    level: int = 2
-    repeats: int = 20
-    warmup: int = 3
-    budget_bytes: int = sampling.DEFAULT_BUDGET_BYTES
-    phase_every: int = 1  # >1: only every n-th block stamps its tiles (lower overhead)
-    probe_block: tuple[int, int] = (0, 0)
-    probe_warp: int = 0
-    probe_ktile: int = 0
+@dataclass
+class _Buffers:
+    """Device buffers of one instrumented launch and the sampling strides they were sized for."""
+
+    phase_every: int
+    warp_every: int
+    blocks: Any  # cupy arrays
+    phases: Any
+    warps: Any
+    probe: Any
 
 
 class Recorder:
-    """Runs one configuration; every CUDA failure surfaces as a one-line MatvizError."""
+    """Runs one request on the GPU; every CUDA failure surfaces as a one-line MatvizError."""
 
-    def __init__(self, kernel: str, M: int, N: int, K: int, params: dict, opts: RecordOptions):
+    def __init__(self, request: RunRequest):
         if cupy is None:
             raise MatvizError("CUDA backend needs CuPy: pip install 'matviz[cuda13]'")
-        self.spec = catalog.get_kernel(kernel)
-        self.params = self.spec.resolve_params(**params)
-        self.M, self.N, self.K = M, N, K
-        self.opts = opts
-        if opts.level not in catalog.LEVELS:
-            raise MatvizError(f"level must be one of {catalog.LEVELS} (got {opts.level})")
-        if opts.repeats < 10:
-            raise MatvizError("repeats must be at least 10 for a meaningful median")
+        self.request = request
         self.device = device_info()
-        self.geometry = self.spec.validate(
-            self.params,
-            M,
-            N,
-            K,
-            smem_limit=min(catalog.STATIC_SMEM_LIMIT, self.device["smem_per_block"]),
+        self.config: KernelConfig = request.config().check(
+            min(STATIC_SMEM_LIMIT, self.device["smem_per_block"])
         )
-        self._check_probe()
-
-    def _check_probe(self) -> None:
-        gx, gy = self.geometry.grid
-        bx, by = self.opts.probe_block
-        if not (0 <= bx < gx and 0 <= by < gy):
-            raise MatvizError(f"probe block ({bx}, {by}) is outside the {gx}x{gy} grid")
-        last_warp = self.geometry.warps_per_block - 1
-        if not 0 <= self.opts.probe_warp <= last_warp:
-            raise MatvizError(f"probe warp {self.opts.probe_warp} is outside 0..{last_warp}")
-        if self.geometry.n_tiles and not 0 <= self.opts.probe_ktile < self.geometry.n_tiles:
-            raise MatvizError(
-                f"probe k-tile {self.opts.probe_ktile} is outside 0..{self.geometry.n_tiles - 1}"
-            )
+        self.M, self.N, self.K = self.config.M, self.config.N, self.config.K
+        request.check_probe(self.config)
 
     # -- launching -------------------------------------------------------------------------
     def _launch(self, kernel, C, trace_args: tuple = ()) -> None:
         args = (self.A, self.B, C, np.int32(self.M), np.int32(self.N), np.int32(self.K))
-        kernel(self.geometry.grid, self.geometry.block, args + trace_args)
+        kernel(self.config.grid, self.config.block, args + trace_args)
 
     def _timed(self, fn) -> float:
         """Event time of ``fn``'s GPU work alone. A spacer kernel keeps the GPU busy while the
@@ -119,56 +101,51 @@ class Recorder:
         err = float(cupy.linalg.norm(C.astype(cupy.float64) - self.ref))
         return err / self.ref_norm if self.ref_norm else err
 
-    def _trace_buffers(self) -> dict:
-        g = self.geometry
-        n_blocks = g.n_blocks
-        level = self.opts.level
-        tiles = max(g.n_tiles, 1)
-        phase_every = sampling.phase_every(
-            n_blocks, g.n_tiles, self.opts.budget_bytes, self.opts.phase_every
+    def _trace_buffers(self) -> _Buffers:
+        c, req = self.config, self.request
+        steps = max(c.n_steps, 1)
+        phase_every = sampling.phase_every(c.n_blocks, c.n_steps, req.budget_bytes, req.phase_every)
+        warp_every = sampling.warp_every(c.n_blocks, phase_every)
+        phase_rows = self._rows(phase_every) if req.level >= 2 else 0
+        warp_rows = self._rows(warp_every) if req.level >= 3 else 0
+        words = phase_rows * steps * trace_decode.PHASE_WORDS
+        barriers = max(c.n_barriers, 1)
+        return _Buffers(
+            phase_every=phase_every,
+            warp_every=warp_every,
+            blocks=cupy.zeros((c.n_blocks, 6), cupy.uint64),
+            phases=cupy.zeros(max(words, 1), cupy.uint32),
+            warps=cupy.zeros(max(warp_rows * steps * c.warps * barriers, 1), cupy.uint32),
+            probe=cupy.full((1 + c.probe_slots, 32), UNWRITTEN_PROBE, cupy.uint32),
         )
-        warp_every = sampling.warp_every(n_blocks, phase_every)
-        phase_rows = sampling.sampled_blocks(n_blocks, phase_every) if level >= 2 else 0
-        warp_rows = sampling.sampled_blocks(n_blocks, warp_every) if level >= 3 else 0
-        n_sites = 2 + 2 * self.params["tile"]
-        return {
-            "phase_every": phase_every,
-            "warp_every": warp_every,
-            "blocks": cupy.zeros((n_blocks, 6), cupy.uint64),
-            "phases": cupy.zeros(
-                max(phase_rows * tiles * trace_decode.PHASE_WORDS, 1), cupy.uint32
-            ),
-            "warps": cupy.zeros(max(warp_rows * tiles * g.warps_per_block * 2, 1), cupy.uint32),
-            "probe": cupy.full((1 + n_sites, 32), UNWRITTEN_PROBE, cupy.uint32),
-        }
 
-    def _trace_args(self, buf: dict) -> tuple:
-        bx, by = self.opts.probe_block
-        probe_block = by * self.geometry.grid[0] + bx
+    def _trace_args(self, buf: _Buffers) -> tuple:
+        bx, by = self.request.probe_block
+        probe_block = by * self.config.grid[0] + bx
         return (
-            buf["blocks"],
-            buf["phases"],
-            buf["warps"],
-            buf["probe"],
-            np.int32(buf["phase_every"]),
-            np.int32(buf["warp_every"]),
+            buf.blocks,
+            buf.phases,
+            buf.warps,
+            buf.probe,
+            np.int32(buf.phase_every),
+            np.int32(buf.warp_every),
             np.int32(probe_block),
-            np.int32(self.opts.probe_warp),
-            np.int32(self.opts.probe_ktile),
+            np.int32(self.request.probe_warp),
+            np.int32(self.request.probe_ktile),
         )
 
     # -- the recording -----------------------------------------------------------------------
     def verify(self) -> float:
-        """One run of the configured level on fresh inputs: rel. error against float64."""
+        """One run of the requested level on fresh inputs: rel. error against float64."""
+        level = self.request.level
         try:
-            key = tuple(sorted(self.params.items()))
-            kernel = compiled_kernel(self.spec.name, key, self.opts.level)
+            kernel = compiled_kernel(self.config, level)
             self._fresh_inputs()
             C = cupy.full((self.M, self.N), cupy.nan, cupy.float32)
-            args = self._trace_args(self._trace_buffers()) if self.opts.level else ()
+            args = self._trace_args(self._trace_buffers()) if level else ()
             self._launch(kernel, C, args)
             cupy.cuda.get_current_stream().synchronize()
-            return self._check_output(C, f"the level-{self.opts.level} kernel")
+            return self._check_output(C, f"the level-{level} kernel")
         except cuda_errors() as exc:
             raise MatvizError(f"CUDA error while verifying: {_one_line(exc)}") from exc
 
@@ -179,9 +156,8 @@ class Recorder:
             raise MatvizError(f"CUDA error while recording: {_one_line(exc)}") from exc
 
     def _run(self) -> Trace:
-        key = tuple(sorted(self.params.items()))
-        plain = compiled_kernel(self.spec.name, key, 0)
-        level = self.opts.level
+        c, level = self.config, self.request.level
+        plain = compiled_kernel(c, 0)
         # Level 3's probe and per-warp stamps slow the kernel a lot, so the timeline always
         # comes from a level <= 2 run and level 3 adds a separate diagnostics run.
         timeline_level = min(level, 2) or 1
@@ -191,16 +167,16 @@ class Recorder:
         cupy.cuda.get_current_stream().synchronize()
         rel_error = self._check_output(C, "the kernel")
 
-        instr = compiled_kernel(self.spec.name, key, timeline_level)
-        self.registers = {"level_0": plain.num_regs, f"level_{timeline_level}": instr.num_regs}
+        instr = compiled_kernel(c, timeline_level)
+        registers = {"level_0": plain.num_regs, f"level_{timeline_level}": instr.num_regs}
         buf = self._trace_buffers()
         args = self._trace_args(buf)
-        for _ in range(self.opts.warmup):
+        for _ in range(WARMUP):
             self._launch(plain, C)
             self._launch(instr, C, args)
             cupy.matmul(self.A, self.B)
         plain_ms, instr_ms, blas_ms = [], [], []
-        for _ in range(self.opts.repeats):
+        for _ in range(self.request.repeats):
             plain_ms.append(self._timed(lambda: self._launch(plain, C)))
             instr_ms.append(self._timed(lambda: self._launch(instr, C, args)))
             blas_ms.append(self._timed(lambda: cupy.matmul(self.A, self.B)))
@@ -212,72 +188,110 @@ class Recorder:
         stats["rel_error_instrumented"] = self._check_output(C, "the instrumented kernel")
         times = self._decode_times(buf)
         arrays = {"blocks": times.blocks, **self._decode_phases(buf, times, timeline_level)}
-        if timeline_level >= 2 and self.geometry.n_tiles:
-            stats["saturated_phase_spans"] = trace_decode.saturated_spans(
-                buf["phases"].get()[: self._rows(buf["phase_every"]) * self.geometry.n_tiles * 2]
-            )
+        if timeline_level >= 2 and c.n_steps:
+            words = self._rows(buf.phase_every) * c.n_steps * trace_decode.PHASE_WORDS
+            stats["saturated_phase_spans"] = trace_decode.saturated_spans(buf.phases.get()[:words])
         span_ns = int(times.blocks["end"].max())
         stats.update(span_ns=span_ns, event_ms=event_ms, span_vs_event=span_ns / 1e6 / event_ms)
-        self.ns_per_cycle = times.ns_per_cycle
-        if level >= 3 and self.geometry.n_tiles:
-            arrays.update(self._diagnostics(key, C, stats))
-        return Trace(manifest=self._manifest(stats, buf), **arrays)
+        probe_info = None
+        warp_every = None
+        if level >= 3 and c.n_steps:
+            diag, smem_base, warp_every = self._diagnostics(C, stats)
+            arrays.update(diag)
+            probe_info = {
+                "block": list(self.request.probe_block),
+                "warp": self.request.probe_warp,
+                "ktile": self.request.probe_ktile,
+                "smem_base": smem_base,
+            }
+        sampled = Sampling(
+            budget_bytes=self.request.budget_bytes,
+            timeline_level=timeline_level,
+            phase_every=buf.phase_every if level >= 2 else 1,
+            phase_blocks=len(arrays.get("phase_blocks", ())),
+            warp_every=warp_every,
+            warp_blocks=len(arrays.get("warp_blocks", ())),
+            probe=probe_info,
+            diagnostics="separate level-3 run: probe and barrier waits; the timeline "
+            "(blocks, phases) is the level-2 run"
+            if probe_info
+            else None,
+        )
+        timer = Timer(
+            name="globaltimer+clock64",
+            resolution_ns=32,
+            block_times="%globaltimer",
+            step_marks="clock64 anchored per block",
+            ns_per_cycle=times.ns_per_cycle,
+        )
+        manifest = build_manifest(
+            c,
+            backend="cuda",
+            level=level,
+            device=self.device,
+            timer=timer,
+            geometry=Geometry.of(c, registers),
+            sampling=sampled,
+            software=software_versions(),
+            stats=Stats(**stats),
+            occupancy=self._occupancy(plain, registers["level_0"]),
+            details={"command": " ".join(sys.argv)},
+        )
+        return Trace(manifest=manifest, **arrays)
 
-    def _diagnostics(self, key: tuple, C, stats: dict) -> dict:
+    def _diagnostics(self, C, stats: dict) -> tuple[dict, int, int]:
         """The level-3 run: the shared-memory probe and how long each warp waited at barriers.
 
         Each warp times its own wait: its clock after the barrier minus before it. Waits are
         durations, so they need no common clock with the timeline run.
+        Returns the arrays, the shared base address of the probed block and the warp stride.
         """
-        g = self.geometry
+        c = self.config
         buf = self._trace_buffers()
         C.fill(cupy.nan)
-        diag = compiled_kernel(self.spec.name, key, 3)
+        diag = compiled_kernel(c, 3)
         diag_ms = self._timed(lambda: self._launch(diag, C, self._trace_args(buf)))
         self._check_output(C, "the level-3 kernel")
         ns_per_cycle = self._decode_times(buf).ns_per_cycle
-        rows = self._rows(buf["warp_every"]) * g.n_tiles * g.warps_per_block * 2
+        words = self._rows(buf.warp_every) * c.n_steps * c.warps * c.n_barriers
         warp_blocks, wait = trace_decode.decode_waits(
-            buf["warps"].get()[:rows],
-            buf["warp_every"],
-            g.n_tiles,
-            g.warps_per_block,
+            buf.warps.get()[:words],
+            buf.warp_every,
+            c.n_steps,
+            c.warps,
+            c.n_barriers,
             ns_per_cycle,
-            g.n_blocks,
+            c.n_blocks,
         )
-        probe, self.smem_base = trace_decode.decode_probe(buf["probe"].get(), self.params["tile"])
+        probe, smem_base = trace_decode.decode_probe(buf.probe.get(), c)
         stats.update(
             diagnostics_ms=diag_ms,
             diagnostics_overhead_pct=100.0 * (diag_ms / stats["time_ms_median"] - 1.0),
             # the last warp to arrive releases the barrier: its wait shows the clocks agree
             last_arrival_wait_ns_max=int(wait.min(axis=2).max()),
         )
-        self.warp_every = buf["warp_every"]
-        return {"warp_blocks": warp_blocks, "barrier_wait": wait, "probe": probe}
+        arrays = {"warp_blocks": warp_blocks, "barrier_wait": wait, "probe": probe}
+        return arrays, smem_base, buf.warp_every
 
-    def _decode_times(self, buf) -> trace_decode.BlockTimes:
+    def _decode_times(self, buf: _Buffers) -> trace_decode.BlockTimes:
         nominal = self.device["clock_mhz"] or 1980.0
-        return trace_decode.decode_blocks(buf["blocks"].get(), self.geometry.grid, nominal)
+        return trace_decode.decode_blocks(buf.blocks.get(), self.config.grid, nominal)
 
-    def _decode_phases(self, buf: dict, times, level: int) -> dict:
-        g = self.geometry
-        if level < 2 or not g.n_tiles:
+    def _decode_phases(self, buf: _Buffers, times, level: int) -> dict:
+        c = self.config
+        if level < 2 or not c.n_steps:
             return {}
+        words = self._rows(buf.phase_every) * c.n_steps * trace_decode.PHASE_WORDS
         pb, issue, loaded, computed = trace_decode.decode_phases(
-            buf["phases"].get()[
-                : self._rows(buf["phase_every"]) * g.n_tiles * trace_decode.PHASE_WORDS
-            ],
-            buf["phase_every"],
-            g.n_tiles,
-            times,
+            buf.phases.get()[:words], buf.phase_every, c.n_steps, times
         )
         return {"phase_blocks": pb, "issue": issue, "loaded": loaded, "computed": computed}
 
     def _rows(self, every: int) -> int:
-        return sampling.sampled_blocks(self.geometry.n_blocks, every)
+        return sampling.sampled_blocks(self.config.n_blocks, every)
 
     def _stats(self, plain_ms, instr_ms, blas_ms, rel_error) -> dict:
-        flops = self.spec.flops(self.M, self.N, self.K)
+        flops = self.config.flops
         med = float(np.median(plain_ms))
         blas = float(np.median(blas_ms))
         stats = {
@@ -290,101 +304,19 @@ class Recorder:
             "cublas_gflops": flops / blas / 1e6,
             "pct_cublas": 100.0 * blas / med,
             "rel_error": rel_error,
-            "overhead_pct": None,
-            "instrumented_ms_median": None,
-            "span_ns": None,
-            "event_ms": None,
-            "span_vs_event": None,
         }
         if instr_ms:
             instr = float(np.median(instr_ms))
             stats.update(instrumented_ms_median=instr, overhead_pct=100.0 * (instr / med - 1.0))
         return stats
 
-    def _occupancy(self) -> dict:
-        """Occupancy of the plain build, from this GPU's limits and its real register count."""
-        limits = load_device("h200")  # allocation granularities; the limits come from the GPU
-        limits.update(
-            name=self.device["name"],
-            sm_count=self.device["sm_count"],
-            max_threads_per_sm=self.device["max_threads_per_sm"],
-            smem_per_sm=self.device["smem_per_sm"],
-            regs_per_sm=self.device["regs_per_sm"],
-        )
-        return occupancy_dict(
-            self.spec,
-            self.params,
-            self.M,
-            self.N,
-            self.K,
-            limits,
-            registers=self.registers["level_0"],
-        )
-
-    def _manifest(self, stats: dict, buf: dict) -> dict:
-        g, level = self.geometry, self.opts.level
-        sampling_info: dict = {
-            "budget_bytes": self.opts.budget_bytes,
-            "blocks": "every block",
-            "timeline_level": min(level, 2) or 1,
-        }
-        if level >= 2:
-            sampling_info.update(
-                phase_every=buf["phase_every"],
-                phase_blocks=self._rows(buf["phase_every"]) if g.n_tiles else 0,
-            )
-        if level >= 3 and g.n_tiles:
-            sampling_info.update(
-                diagnostics="separate level-3 run: probe and barrier waits; the timeline "
-                "(blocks, phases) is the level-2 run",
-                warp_every=self.warp_every,
-                warp_blocks=self._rows(self.warp_every),
-                probe={
-                    "block": list(self.opts.probe_block),
-                    "warp": self.opts.probe_warp,
-                    "ktile": self.opts.probe_ktile,
-                    "smem_base": getattr(self, "smem_base", None),
-                },
-            )
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "kernel": self.spec.name,
-            "params": self.params,
-            "M": self.M,
-            "N": self.N,
-            "K": self.K,
-            "dtype": "float32",
-            "backend": "cuda",
-            "device": self.device,
-            "timer": {
-                "name": "globaltimer+clock64",
-                "resolution_ns": 32,
-                "block_times": "%globaltimer",
-                "tile_marks": "clock64 anchored per block",
-                "ns_per_cycle": getattr(self, "ns_per_cycle", None),
-            },
-            "level": level,
-            "geometry": {
-                "grid": list(g.grid),
-                "block": list(g.block),
-                "threads": g.threads,
-                "warps": g.warps_per_block,
-                "registers": self.registers,
-                "smem_bytes": g.smem_bytes,
-                "n_tiles": g.n_tiles,
-            },
-            "sampling": sampling_info,
-            "software": software_versions(),
-            "stats": stats,
-            "occupancy": self._occupancy(),
-            "flops": self.spec.flops(self.M, self.N, self.K),
-            "global_bytes": {
-                "formula": self.spec.predicted_global_bytes(self.params, self.M, self.N, self.K),
-                "issued": self.spec.issued_global_bytes(self.params, self.M, self.N, self.K),
-            },
-            "command": " ".join(sys.argv),
-        }
+    def _occupancy(self, plain, registers: int) -> dict:
+        """Occupancy of the plain build from this GPU's own limits and its real register count,
+        with the driver's own figure beside it."""
+        occ = occupancy_dict(self.config, self.device, registers, register_source="compiled")
+        occ["driver_blocks_per_sm"] = driver_blocks_per_sm(plain, self.config.threads)
+        return occ
 
 
-def record(kernel: str, M: int, N: int, K: int, params: dict, opts: RecordOptions) -> Trace:
-    return Recorder(kernel, M, N, K, params, opts).run()
+def record(request: RunRequest) -> Trace:
+    return Recorder(request).run()

@@ -1,6 +1,6 @@
 """Check the simulator against real H200 recordings and fit its constants to them.
 
-``python -m matviz.backends.sim_fit`` loads every bundled recording (``resources/traces/*.mvz``),
+``python -m matviz.backends.sim_fit`` loads every bundled recording (``matviz.paths.TRACE_DIR``),
 simulates the same configuration and prints, per recording, the recorded and simulated kernel
 time, the error, the wave count and how well the blocks-per-SM histograms match.
 It also prints the first wave's first retirement (the median over SMs of when each SM's first
@@ -26,13 +26,15 @@ from typing import Any
 
 import numpy as np
 
+from matviz.backends.contract import RunRequest
 from matviz.backends.devices import DEFAULT_DEVICE, device_path, load_device
 from matviz.backends.simulator import simulate
 from matviz.core import metrics
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
+from matviz.paths import TRACE_DIR
 
-RECORDINGS_DIR = Path(__file__).resolve().parents[2] / "resources" / "traces"
+RECORDINGS_DIR = TRACE_DIR
 # The SM time a block uses (the per-SM retirement rate, hence the kernel time) depends on these.
 FIT_NAMES = (
     "lds128_site_cost",
@@ -57,7 +59,7 @@ class Case:
 
     label: str
     kernel: str
-    params: dict[str, int]
+    params: dict[str, Any]
     shape: tuple[int, int, int]
     time_ms: float
     registers: int | None = None
@@ -107,19 +109,8 @@ def recording_cases(folder: Path = RECORDINGS_DIR) -> list[Case]:
 
 
 def simulate_case(case: Case, device: dict) -> Trace:
-    M, N, K = case.shape
-    return simulate(
-        case.kernel,
-        M,
-        N,
-        K,
-        tile=case.params.get("tile"),
-        pad=case.params.get("pad"),
-        level=0,
-        device=device,
-        seed=FIT_SEED,
-        registers=case.registers,
-    )
+    request = RunRequest(case.kernel, *case.shape, params=case.params, level=0, seed=FIT_SEED)
+    return simulate(request, device=device, registers=case.registers)
 
 
 def first_retirement_us(trace: Trace) -> float:

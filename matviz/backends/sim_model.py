@@ -3,27 +3,32 @@
 Two numbers per block drive the schedule (``matviz.backends.sim_schedule``), both from the
 device file's ``model`` constants:
 
+Everything a configuration contributes comes from its kernel description
+(:class:`matviz.core.kernel.KernelConfig`); no kernel is named here.
+
 * ``alone_ns`` (D): how long the block takes when it has the SM's pipes to itself, the latency
-  path: ``block_prologue_ns`` + per k-tile [``load_latency_ns`` + G + S + the k loop + 2
+  path: ``block_prologue_ns`` + per k-step [``load_latency_ns`` + G + S + the k loop + 2
   barriers + the barrier skews] + ``block_epilogue_ns``, where
-  G = the tile's A and B bytes at the SM's share of the copy bandwidth x ``bandwidth_scale``
-  (tiles mostly hit L2), S = its shared stores: bank wavefronts (``banks.wavefronts`` over every
-  warp's ``access_records``) x ``store_cycles_per_wavefront``, and the k loop = max(W, T x
-  ``k_step_latency_cycles``): a block of few warps cannot hide the latency of its dependent
-  shared-load -> FMA chain.
-* ``throughput_ns`` (X): SM time the block uses up when the SM is saturated: per k-tile the
+  G = the A and B bytes the block stages per k-step (``staged_per_step``) at the SM's share of
+  the copy bandwidth x ``bandwidth_scale`` (they mostly hit L2), S = its shared stores: bank
+  wavefronts (``banks.wavefronts`` over every warp's ``access_records``) x
+  ``store_cycles_per_wavefront``, and the k loop = max(W, depth x ``k_step_latency_cycles``):
+  a block of few warps cannot hide the latency of its dependent shared-load -> FMA chain.
+* ``throughput_ns`` (X): SM time the block uses up when the SM is saturated: per k-step the
   smooth maximum (``overlap_sharpness``) of the shared-memory/FMA pipes, W + S, and the memory
-  pipe, G. W = T^3 FMAs over the SM's FP32 rate x ``inner_loop_efficiency`` (1/8 from first
-  principles: every FFMA of a warp needs two LDS wavefronts and the SM serves one a clock), x the
-  load sites' cost factor: bank wavefronts over the ideal count, with the ``ld_As`` site at
-  ``lds128_site_cost`` per 16-byte vector load (sqrt of it per 8-byte one) where the access model
-  shows the compiler can vectorise it (PAD 0 or 4: LDS.128), + ``tile_overhead_cycles`` per warp.
+  pipe, G. W = the step's FMAs (``fmas_per_step``, T^3 for a T x T tile) over the SM's FP32
+  rate x ``inner_loop_efficiency`` (1/8 from first principles: every FFMA of a warp needs two
+  LDS wavefronts and the SM serves one a clock), x the load sites' cost factor: bank wavefronts
+  over the ideal count, each load site the compiler can vectorise (:func:`vector_width`) at
+  ``lds128_site_cost`` per 16-byte load (sqrt of it per 8-byte one), + ``tile_overhead_cycles``
+  per warp.
 
 Barriers wait for the slowest warp: per-warp skews are exponential (``load_skew_ns``,
 ``compute_skew_frac`` x the k loop) and a barrier passes at their maximum + ``barrier_ns``.
-Naive kernel (no tiles): K FMAs and 2K loads per thread; the loads share the copy bandwidth x
-``naive_reuse`` over the resident blocks, + ``naive_latency_ns``; its blocks share the SM evenly
-(D = b X: no recording shows how the hardware prioritises them).
+A kernel without k-steps (one long loop per thread, e.g. 01_naive): K FMAs and 2K loads per
+thread; the loads share the copy bandwidth x ``naive_reuse`` over the resident blocks,
++ ``naive_latency_ns``; its blocks share the SM evenly (D = b X: no recording shows how the
+hardware prioritises them).
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from typing import Any
 import numpy as np
 
 from matviz.core import access, banks
+from matviz.core.kernel import KernelConfig
 from matviz.core.occupancy import Occupancy
+from matviz.core.trace import PROBE_DTYPE
 
 FLOAT_BYTES = 4
 # Constants newer than some device files: their defaults when a file lacks them.
@@ -47,49 +54,109 @@ MODEL_DEFAULTS = {
 }
 
 
+def site_costs(config: KernelConfig, lds128_cost: float) -> dict[str, Any]:
+    """Bank wavefronts of one block's shared stores and loads in one k-step, from the sites.
+
+    Every warp's accesses (``access.access_records``) are counted; a load site the compiler
+    can vectorise (:func:`vector_width`) costs ``lds128_cost`` per 16-byte load, its square
+    root per 8-byte one, relative to scalar loads. Cached: sims of one configuration at other
+    sizes or seeds reuse it.
+    """
+    costs = _site_costs(_Sites(config), float(lds128_cost))
+    return {**costs, "load_widths": dict(costs["load_widths"])}  # the cache's stays unshared
+
+
+def clear_site_costs() -> None:
+    _site_costs.cache_clear()
+
+
+class _Sites:
+    """A configuration keyed by what its access records depend on: the description, the
+    parameters and the thread block (the sites see lanes and parameters, not M, N, K)."""
+
+    __slots__ = ("config", "key")
+
+    def __init__(self, config: KernelConfig):
+        self.config = config
+        self.key = (config.kernel, tuple(config.params.items()), config.block)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Sites) and self.key == other.key
+
+
 @lru_cache(maxsize=256)
-def site_costs(kernel: str, tile: int, pad: int, warps: int, lds128_cost: float) -> dict:
-    """Bank wavefronts of one block-tile's shared stores and loads, from the access model."""
-    records = [access.access_records(kernel, tile, pad, w) for w in range(warps)]
-    rec = np.concatenate(records)
+def _site_costs(sites: _Sites, lds128_cost: float) -> dict[str, Any]:
+    config = sites.config
+    loads = [rs for rs in config.sites if rs.site.kind == "load"]
+    records = [access.access_records(config, w) for w in range(config.warps)]
+    rec = np.concatenate(records) if records else np.zeros(0, PROBE_DTYPE)
+    widths = {rs.name: vector_width(config, rs.name, records) for rs in loads}
     if len(rec) == 0:
         return {
             "store_wavefronts": 0,
             "store_factor": 1.0,
             "load_factor": 1.0,
             "bank_load_factor": 1.0,
-            "ld_As_width": 4,
+            "load_widths": widths,
         }
     waves = banks.wavefronts(rec["offsets"], FLOAT_BYTES).astype(float)
     ideal = (rec["offsets"] >= 0).any(axis=1).astype(float)  # one wavefront per 4-byte access
     store, load = rec["kind"] == "store", rec["kind"] == "load"
-    width = ld_as_width(kernel, tile, pad)
-    cost = np.where(rec["site"] == "ld_As", lds128_cost ** (math.log2(width / 4) / 2), 1.0)
+    # rows follow config.program in every warp (the records' site field may be truncated)
+    names = np.tile(np.array([name for name, _ in config.program], dtype=object), len(records))
+    cost = np.ones(len(rec))
+    for name, width in widths.items():
+        site = config.site(name).site
+        cost[names == name] = lds128_cost ** (math.log2(width / site.width) / 2)
     return {
         "store_wavefronts": int(waves[store].sum()),
-        "store_factor": float(waves[store].sum() / ideal[store].sum()),
-        "load_factor": float((waves * cost)[load].sum() / ideal[load].sum()),
-        "bank_load_factor": float(waves[load].sum() / ideal[load].sum()),
-        "ld_As_width": width,
+        "store_factor": _ratio(waves[store].sum(), ideal[store].sum()),
+        "load_factor": _ratio((waves * cost)[load].sum(), ideal[load].sum()),
+        "bank_load_factor": _ratio(waves[load].sum(), ideal[load].sum()),
+        "load_widths": widths,
     }
 
 
-def ld_as_width(kernel: str, tile: int, pad: int) -> int:
-    """Widest load (16, 8 or 4 bytes) the compiler can use at ld_As: consecutive k, aligned.
+def _ratio(a: float, b: float) -> float:
+    return float(a / b) if b else 1.0
 
-    ptxas agrees (tests/core/test_sass.py): LDS.128 at PAD 0 and 4, LDS.64 at PAD 2, scalar
-    LDS at PAD 1 and for the transposed kernel (whose ld_As walks a column).
+
+def vector_width(config: KernelConfig, site: str, records: list[np.ndarray] | None = None) -> int:
+    """Widest load (16, 8 bytes, else the site's own width) the compiler can use at ``site``.
+
+    A site's instances k, k + 1, ... (its unrolled inner loop) can merge into one vector load
+    of v instances when, in every warp, each lane's instance k + j lies j elements after
+    instance k, instance k's address is aligned to the vector, and the repeat count is a
+    multiple of v. ptxas agrees (tests/core/test_sass.py): kernel 02's A-tile load is LDS.128
+    at PAD 0 and 4, LDS.64 at PAD 2 and scalar at PAD 1; a load that walks a column never
+    merges. ``records``: every warp's ``access_records`` when the caller has them already.
     """
-    k0 = access.lane_offsets(kernel, tile, pad, 0, "ld_As", 0)
-    k1 = access.lane_offsets(kernel, tile, pad, 0, "ld_As", 1)
-    on = k0 >= 0
-    if not on.any() or np.any(k1[on] - k0[on] != FLOAT_BYTES):
-        return 4
+    rs = config.site(site)
+    elem, repeat = rs.site.width, rs.repeat
+    if rs.site.kind != "load" or repeat < 2:
+        return elem
+    if records is None:
+        records = [access.access_records(config, w) for w in range(config.warps)]
+    # (warps, repeat, lanes): each warp's lane offsets at every instance, in k order
+    row = {k: i for i, (name, k) in enumerate(config.program) if name == site}
+    order = [row[k] for k in range(repeat)]
+    offsets = np.stack([r["offsets"][order] for r in records]).astype(np.int64)
+    if not (offsets >= 0).any():
+        return elem
     for width in (16, 8):
-        rows_aligned = (tile + pad) * FLOAT_BYTES % width == 0 and np.all(k0[on] % width == 0)
-        if rows_aligned and tile % (width // FLOAT_BYTES) == 0:
+        v = width // elem
+        if v < 2 or repeat % v:
+            continue
+        group = offsets.reshape(len(records), repeat // v, v, -1)
+        first = group[:, :, :1]
+        step = elem * np.arange(v)[None, None, :, None]
+        expected = np.where(first >= 0, first + step, -1)
+        if np.array_equal(group, expected) and np.all(first[first >= 0] % width == 0):
             return width
-    return 4
+    return elem
 
 
 def max_exp_moments(scale: float, n: int) -> tuple[float, float]:
@@ -102,28 +169,29 @@ def constant(device: dict, name: str) -> float:
     return float(device["model"].get(name, MODEL_DEFAULTS.get(name, 0.0)))
 
 
-def block_model(spec, params, geometry, occ: Occupancy, device: dict, K: int) -> dict[str, Any]:
+def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str, Any]:
     """Nominal durations (ns) and skew scales of one block of this configuration."""
     m = device["model"]
     clk = device["clock_mhz"] / 1000.0  # cycles per ns
-    n_blocks, sms = geometry.n_blocks, device["sm_count"]
+    n_blocks, sms = config.n_blocks, device["sm_count"]
     b = min(occ.blocks_per_sm, math.ceil(n_blocks / sms))
     resident = min(n_blocks, occ.resident_blocks)
-    warps, tile = geometry.warps_per_block, params["tile"]
+    warps, threads = config.warps, config.threads
     bandwidth = device["copy_bandwidth_gbs"]  # GB/s = bytes/ns
     ends = m["block_prologue_ns"] + m["block_epilogue_ns"]
     out: dict[str, Any] = {
         "blocks_per_sm_used": b,
         "resident_blocks": resident,
         "warps": warps,
-        "n_tiles": geometry.n_tiles,
+        "n_tiles": config.n_steps,
         "prologue_ns": m["block_prologue_ns"],
         "epilogue_ns": m["block_epilogue_ns"],
         "barrier_ns": m["barrier_ns"],
     }
-    if not geometry.n_tiles:  # naive: one long loop per thread, no barriers
-        loads = 2 * K * FLOAT_BYTES * geometry.threads * resident / (bandwidth * m["naive_reuse"])
-        fmas = K * geometry.threads * b / (device["fp32_fma_per_clk_per_sm"] * clk)
+    if not config.n_steps:  # no k-steps: one long loop per thread, no barriers
+        K = config.K
+        loads = 2 * K * FLOAT_BYTES * threads * resident / (bandwidth * m["naive_reuse"])
+        fmas = K * threads * b / (device["fp32_fma_per_clk_per_sm"] * clk)
         body = m["naive_latency_ns"] + max(loads, fmas)
         skew = m["naive_skew_frac"] * body
         alone = ends + body + max_exp_moments(skew, warps)[0]
@@ -134,27 +202,27 @@ def block_model(spec, params, geometry, occ: Occupancy, device: dict, K: int) ->
             "throughput_ns": alone / b,
             "cap": 1.0 / b,
         }
-    costs = site_costs(spec.name, tile, params.get("pad", 0), warps, m["lds128_site_cost"])
-    tile_bytes = 2 * tile * tile * FLOAT_BYTES
-    memory = tile_bytes * min(sms, n_blocks) / (bandwidth * m["bandwidth_scale"])
+    costs = site_costs(config, m["lds128_site_cost"])
+    step_bytes = sum(config.staged_per_step.values()) * FLOAT_BYTES
+    memory = step_bytes * min(sms, n_blocks) / (bandwidth * m["bandwidth_scale"])
     store = costs["store_wavefronts"] * m["store_cycles_per_wavefront"] / clk
     fma_rate = device["fp32_fma_per_clk_per_sm"] * clk * m["inner_loop_efficiency"]
-    work = tile**3 * costs["load_factor"] / fma_rate
+    work = config.fmas_per_step * costs["load_factor"] / fma_rate
     work += warps * m["tile_overhead_cycles"] / clk  # address math, LDG/STS, loop, per warp
-    k_loop = max(work, tile * constant(device, "k_step_latency_cycles") / clk)
+    k_loop = max(work, config.step_depth * constant(device, "k_step_latency_cycles") / clk)
     load = m["load_latency_ns"] + memory + store
     q = m["overlap_sharpness"]
     pipes = ((work + store) ** q + memory**q) ** (1 / q)
     skews = (m["load_skew_ns"], m["compute_skew_frac"] * k_loop)
     mean_skew = sum(max_exp_moments(s, warps)[0] for s in skews)
-    period = load + k_loop + 2 * m["barrier_ns"] + mean_skew  # one k-tile, alone
-    alone = ends + geometry.n_tiles * period
+    period = load + k_loop + 2 * m["barrier_ns"] + mean_skew  # one k-step, alone
+    alone = ends + config.n_steps * period
     cap = min(pipes / period, 1.0)  # the SM share a block running alone uses
     return (
         out
         | costs
         | {
-            "tile_bytes": tile_bytes,
+            "step_bytes": step_bytes,
             "memory_ns": memory,
             "store_ns": store,
             "load_ns": load,
@@ -214,7 +282,8 @@ def tile_offsets(model: dict, skews: np.ndarray) -> np.ndarray:
     seg = np.empty(skews.shape)
     seg[..., 0] = model.get("load_ns", 0.0) + model["barrier_ns"] + skews[..., 0]
     seg[..., 1] = model.get("compute_ns", 0.0) + model["barrier_ns"] + skews[..., 1]
-    return model["prologue_ns"] + np.cumsum(seg.reshape(len(seg), 2 * seg.shape[1]), axis=1)
+    rows, tiles = skews.shape[0], skews.shape[1]
+    return model["prologue_ns"] + np.cumsum(seg.reshape(rows, 2 * tiles), axis=1)
 
 
 def shared_jitter(rng, marks, begin, finish, offsets, sigma: float) -> np.ndarray:

@@ -99,7 +99,8 @@ class WorkRows:
     """Rows (one value per SM) of the j-th block each SM runs, drawn in fixed chunks."""
 
     def __init__(self, draw, chunk: int = 64):
-        self.draw, self.chunk, self.rows = draw, chunk, []
+        self.draw, self.chunk = draw, chunk
+        self.rows: list = []
 
     def more(self, n: int) -> list:
         new = list(self.draw(n))

@@ -15,7 +15,8 @@ Per configuration (constants from the device file's ``model`` section):
   ``block_prologue_ns`` before the first and ``block_epilogue_ns`` after the last), placed on
   its real progress: slow while younger blocks' shares are small, fast once it is the oldest.
 
-Randomness is a numpy Generator seeded with ``seed`` (stored as ``sim_seed``): the work of the
+Randomness is a numpy Generator seeded with the request's ``seed`` (stored as the
+manifest's ``details.sim_seed``): the work of the
 j-th block of each SM and the SM speeds come from their own streams, so block times do not
 depend on the level or the trace budget.
 """
@@ -27,6 +28,7 @@ import platform
 import numpy as np
 
 import matviz
+from matviz.backends.contract import RunRequest
 from matviz.backends.devices import DEFAULT_DEVICE, hardware, load_device
 from matviz.backends.sim_model import (
     block_model,
@@ -46,58 +48,45 @@ from matviz.backends.sim_schedule import (
     schedule,
     share_table,
 )
-from matviz.core import catalog, sampling
+from matviz.core import access, sampling
+from matviz.core.kernel import STATIC_SMEM_LIMIT, KernelConfig
+from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy
-from matviz.core.trace import SCHEMA_VERSION, Trace, make_blocks
+from matviz.core.trace import Trace, make_blocks
 from matviz.errors import MatvizError
+from matviz.toolchain.nvcc import registers_for
 
 
-def simulate(
-    kernel: str,
-    M: int,
-    N: int,
-    K: int,
-    *,
-    tile: int | None = None,
-    pad: int | None = None,
-    level: int = 2,
-    device=None,
-    seed: int = 0,
-    budget_bytes: int = sampling.DEFAULT_BUDGET_BYTES,
-    phase_every: int = 1,
-    probe_block: tuple[int, int] = (0, 0),
-    probe_warp: int = 0,
-    probe_ktile: int = 0,
-    registers: int | None = None,
-) -> Trace:
-    """A simulated trace of ``kernel`` on ``device`` (a bundled name, a JSON path or a dict).
+def simulate(request: RunRequest, *, device=None, registers: int | None = None) -> Trace:
+    """A simulated trace of ``request`` on ``device`` (a bundled name, a JSON path or a dict).
 
-    ``registers`` overrides the per-thread register count occupancy uses (default: nvcc at this
-    level, else the catalog's estimate).
+    ``registers`` overrides the per-thread register count occupancy uses (default: nvcc's count
+    for the build the timeline stands for, level 1 or 2, else the description's estimate).
     """
-    spec = catalog.get_kernel(kernel)
-    params = spec.resolve_params(tile=tile, pad=pad)
-    for label, value, low in (
-        ("seed", seed, 0),
-        ("budget_bytes", budget_bytes, 1),
-        ("registers", 1 if registers is None else registers, 1),
+    if registers is not None and (
+        isinstance(registers, bool) or not isinstance(registers, (int, np.integer)) or registers < 1
     ):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-            raise MatvizError(f"{label} must be a whole number >= {low} (got {value!r})")
-    if level not in catalog.LEVELS:
-        raise MatvizError(f"level must be one of {catalog.LEVELS} (got {level})")
+        raise MatvizError(f"registers must be a whole number >= 1 (got {registers!r})")
+    level, seed = request.level, request.seed
     dev = load_device(DEFAULT_DEVICE if device is None else device)
-    limit = min(catalog.STATIC_SMEM_LIMIT, dev["smem_per_block"])
-    geom = spec.validate(params, M, N, K, smem_limit=limit)
-    _check_probe(geom, probe_block, probe_warp, probe_ktile)
-    occ = occupancy(spec, params, M, N, K, dev, level=level, registers=registers)
+    config = request.config().check(min(STATIC_SMEM_LIMIT, dev["smem_per_block"]))
+    request.check_probe(config)
+    _check_kstep(config)
+    # Like a recording, the timeline stands for a level <= 2 build: level 3's probes add
+    # registers that the timed kernel does not have (issue 10).
+    timeline_level = min(level, 2) or 1
+    if registers is None:
+        registers, source = registers_for(config, timeline_level)
+    else:
+        source = "given"
+    occ = occupancy(config, dev, int(registers), register_source=source)
     if occ.blocks_per_sm < 1:
         raise MatvizError(
-            f"a block of {spec.name} {params} cannot run on {dev['name']}: "
-            f"its {occ.limiter} exceed what one SM has"
+            f"a block of {config.kernel.name} {config.kernel.labels(config.params)} cannot run "
+            f"on {dev['name']}: its {occ.limiter} exceed what one SM has"
         )
-    model = block_model(spec, params, geom, occ, dev, K)
-    n_blocks, n_tiles, sms = geom.n_blocks, geom.n_tiles, dev["sm_count"]
+    model = block_model(config, occ, dev)
+    n_blocks, n_tiles, sms = config.n_blocks, config.n_steps, dev["sm_count"]
     per_sm = model["blocks_per_sm_used"]
     rng_total, rng_tile, rng_extra, rng_warp, rng_sm = (
         np.random.default_rng(s) for s in np.random.SeedSequence(int(seed)).spawn(5)
@@ -109,7 +98,7 @@ def simulate(
     rows = WorkRows(lambda n: total_skews(rng_total, model, (n, sms)))
     work = WorkRows(lambda n: [model["cap"] * speed * (base + r) for r in rows.more(n)])
     shares = share_table(
-        per_sm, model["cap"], geom.warps_per_block, constant(dev, "priority_halving_warps")
+        per_sm, model["cap"], config.warps, constant(dev, "priority_halving_warps")
     )
     first = min(n_blocks, sms * per_sm)
     stagger = min(dev["model"]["dispatch_interval_ns"], 0.25 * base * speed.min() / first)
@@ -117,12 +106,15 @@ def simulate(
     refill = fl.local >= per_sm
     start = fl.join + refill * dev["model"]["block_launch_ns"]
     end = np.maximum(fl.events[fl.local, fl.smid], start + 1.0)
-    blocks = make_blocks(*geom.grid)
+    blocks = make_blocks(*config.grid)
     blocks["smid"] = fl.smid
     blocks["start"] = np.rint(start)
     blocks["end"] = np.rint(end)
 
-    every = sampling.phase_every(n_blocks, n_tiles, budget_bytes, phase_every) if level >= 2 else 1
+    budget = request.budget_bytes
+    every = (
+        sampling.phase_every(n_blocks, n_tiles, budget, request.phase_every) if level >= 2 else 1
+    )
     warp_every = sampling.warp_every(n_blocks, every) if level >= 3 else 1
     phase_rows = np.arange(0, n_blocks, every) if level >= 2 and n_tiles else np.zeros(0, int)
     warp_rows = np.arange(0, n_blocks, warp_every) if level >= 3 and n_tiles else np.zeros(0, int)
@@ -167,22 +159,48 @@ def simulate(
             warp_blocks=warp_rows.astype(np.int64),
             barrier_wait=np.maximum(released[:, :, None, :] - arrive, 0),
         )
-    if level >= 3 and spec.uses_shared:
-        arrays["probe"] = spec.access_records(params, probe_warp, probe_block, probe_ktile)
-    sampling_info = {
-        "phase_every": every,
-        "phase_blocks": len(phase_rows),
-        "budget_bytes": int(budget_bytes),
-        "warp_every": warp_every if level >= 3 else None,
-        "warp_blocks": len(warp_rows),
-        "probe": {"block": list(probe_block), "warp": probe_warp, "ktile": probe_ktile}
-        if level >= 3
+    probe = None
+    if level >= 3:
+        if config.sites:
+            arrays["probe"] = access.access_records(
+                config, request.probe_warp, request.probe_block, request.probe_ktile
+            )
+        probe = {
+            "block": list(request.probe_block),
+            "warp": request.probe_warp,
+            "ktile": request.probe_ktile,
+        }
+    sampled = Sampling(
+        budget_bytes=int(budget),
+        timeline_level=timeline_level,
+        phase_every=every,
+        phase_blocks=len(phase_rows),
+        warp_every=warp_every if level >= 3 else None,
+        warp_blocks=len(warp_rows),
+        probe=probe,
+        diagnostics="simulated: the probe is the access model, the barrier waits the skew model"
+        if probe and n_tiles
         else None,
-    }
+    )
     model["shares"] = shares[per_sm].tolist()
     model["stagger_ns"] = stagger
-    manifest = _manifest(spec, params, (M, N, K), level, dev, geom, occ, model, blocks, seed)
-    manifest["sampling"] = sampling_info
+    manifest = build_manifest(
+        config,
+        backend="sim",
+        level=level,
+        device=hardware(dev),
+        timer=Timer(name="simulated", resolution_ns=1),
+        geometry=Geometry.of(config, {f"level_{timeline_level}": int(registers)}),
+        sampling=sampled,
+        software={
+            "matviz": matviz.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+        stats=_stats(config, blocks, dev),
+        occupancy=occ.to_dict(),
+        details={"sim_seed": int(seed), "model": _model_details(model, dev)},
+    )
     return Trace(manifest=manifest, blocks=blocks, **arrays)
 
 
@@ -191,76 +209,49 @@ def _positions(detail: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return order[np.searchsorted(detail[order], rows)]
 
 
-def _check_probe(geom, block, warp, ktile) -> None:
-    gx, gy = geom.grid
-    bx, by = block
-    if not (0 <= bx < gx and 0 <= by < gy):
-        raise MatvizError(f"probe block ({bx}, {by}) is outside the {gx}x{gy} grid")
-    if not 0 <= warp < geom.warps_per_block:
-        raise MatvizError(f"probe warp {warp} is outside 0..{geom.warps_per_block - 1}")
-    if geom.n_tiles and not 0 <= ktile < geom.n_tiles:
-        raise MatvizError(f"probe k-tile {ktile} is outside 0..{geom.n_tiles - 1}")
+def _check_kstep(config: KernelConfig) -> None:
+    """The model's k-step: one channel of three marks, a load then a compute phase, each
+    closed by a barrier (the trace's issue, loaded and computed arrays)."""
+    ks = config.kstep
+    if ks is None:
+        return
+    marks = ks.channels[0]
+    fits = (
+        len(ks.channels) == 1
+        and len(marks) == 3
+        and [(ph.begin, ph.end, ph.state) for ph in ks.phases]
+        == [(marks[0], marks[1], "loading"), (marks[1], marks[2], "computing")]
+        and all(ph.barrier for ph in ks.phases)
+    )
+    if not fits:
+        raise MatvizError(
+            f"the simulator models k-steps of one load and one compute phase, each ending at a "
+            f"barrier; kernel {config.kernel.name} has another k-step"
+        )
 
 
-def _manifest(spec, params, shape, level, dev, geom, occ, model, blocks, seed) -> dict:
-    M, N, K = shape
+def _stats(config: KernelConfig, blocks: np.ndarray, dev: dict) -> Stats:
     span = int(blocks["end"].max() - blocks["start"].min())
     ms = span / 1e6
-    flops = spec.flops(M, N, K)
-    gflops = flops / span if span else 0.0
+    gflops = config.flops / span if span else 0.0
     cublas = float(dev["cublas_fp32_gflops"])
+    return Stats(
+        time_ms_median=ms,
+        time_ms_min=ms,
+        time_ms_max=ms,
+        repeats=1,
+        gflops=gflops,
+        cublas_gflops=cublas,
+        pct_cublas=100.0 * gflops / cublas,
+        span_ns=span,
+    )
+
+
+def _model_details(model: dict, dev: dict) -> dict:
     derived = {k: v for k, v in model.items() if k != "skew_scale_ns"}
     derived["skew_scale_ns"] = list(model["skew_scale_ns"])
     constants = {k: v for k, v in dev["model"].items() if k != "fit"}
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kernel": spec.name,
-        "params": dict(params),
-        "M": M,
-        "N": N,
-        "K": K,
-        "dtype": "float32",
-        "backend": "sim",
-        "device": hardware(dev),
-        "timer": {"name": "simulated", "resolution_ns": 1},
-        "level": level,
-        "geometry": {
-            "grid": list(geom.grid),
-            "block": list(geom.block),
-            "threads": geom.threads,
-            "warps": geom.warps_per_block,
-            "smem_bytes": geom.smem_bytes,
-            "n_tiles": geom.n_tiles,
-        },
-        "sampling": {},
-        "software": {
-            "matviz": matviz.__version__,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-        },
-        "stats": {
-            "time_ms_median": ms,
-            "time_ms_min": ms,
-            "time_ms_max": ms,
-            "repeats": 1,
-            "gflops": gflops,
-            "cublas_gflops": cublas,
-            "pct_cublas": 100.0 * gflops / cublas,
-            "rel_error": None,
-            "overhead_pct": None,
-            "span_ns": span,
-            "event_ms": None,
-            "span_vs_event": None,
-        },
-        "occupancy": occ.to_dict(),
-        "sim_seed": int(seed),
-        "model": {"constants": constants, "derived": derived, "fit": dev["model"].get("fit")},
-        "flops": flops,
-        "global_bytes": {
-            "formula": spec.predicted_global_bytes(params, M, N, K),
-            "issued": spec.issued_global_bytes(params, M, N, K),
-        },
-    }
+    return {"constants": constants, "derived": derived, "fit": dev["model"].get("fit")}
 
 
 __all__ = ["simulate", "schedule", "block_model", "site_costs", "load_device"]

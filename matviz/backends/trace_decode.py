@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from matviz.core import access
+from matviz.core.kernel import KernelConfig
 from matviz.core.trace import PROBE_DTYPE, make_blocks
 
 MIN_ANCHOR_SPAN_NS = 2_000  # shorter blocks give a too-coarse clock-rate estimate (32 ns ticks)
@@ -96,27 +96,37 @@ def saturated_spans(raw: np.ndarray) -> int:
 
 
 def decode_waits(
-    raw: np.ndarray, every: int, n_tiles: int, n_warps: int, ns_per_cycle: float, n_blocks: int
+    raw: np.ndarray,
+    every: int,
+    n_tiles: int,
+    n_warps: int,
+    n_barriers: int,
+    ns_per_cycle: float,
+    n_blocks: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """raw: uint32 cycles [rows, n_tiles, warps, 2] -> (warp_blocks, barrier waits in ns)."""
+    """raw: uint32 cycles [rows, n_tiles, warps, barriers] -> (warp_blocks, waits in ns)."""
     warp_blocks = np.arange(0, n_blocks, every, dtype=np.int64)
-    raw = np.asarray(raw, np.uint32).reshape(len(warp_blocks), n_tiles, n_warps, 2)
+    raw = np.asarray(raw, np.uint32).reshape(len(warp_blocks), n_tiles, n_warps, n_barriers)
     return warp_blocks, np.rint(raw.astype(np.float64) * ns_per_cycle).astype(np.int64)
 
 
-def decode_probe(raw: np.ndarray, tile: int) -> tuple[np.ndarray, int]:
-    """raw: uint32 [1 + sites, 32] -> (probe records, shared window base of the tiles).
+def decode_probe(raw: np.ndarray, config: KernelConfig) -> tuple[np.ndarray, int]:
+    """raw: uint32 [1 + slots, 32] -> (probe records in program order, shared base address).
 
-    Unwritten lanes (the buffer is filled with 0xFFFFFFFF) become -1, as in the access model.
+    Row 1 + slot holds the offsets of probe slot ``slot`` (MV_SITE_<site> + k in the .cu, the
+    numbering of ``config.sites``). Unwritten lanes (the buffer is filled with 0xFFFFFFFF)
+    become -1, as in the access model.
     """
     raw = np.asarray(raw, np.uint32)
-    order = access.site_order(tile)
-    if raw.shape != (1 + len(order), 32):
-        raise ValueError(f"probe buffer has shape {raw.shape}, expected {(1 + len(order), 32)}")
-    records = np.zeros(len(order), PROBE_DTYPE)
-    records["site"] = [site for site, _ in order]
-    records["k"] = [k for _, k in order]
-    records["kind"] = np.where(np.char.startswith(records["site"], "st"), "store", "load")
-    records["width"] = access.FLOAT_BYTES
-    records["offsets"] = raw[1:].view(np.int32)
+    if raw.shape != (1 + config.probe_slots, 32):
+        expected = (1 + config.probe_slots, 32)
+        raise ValueError(f"probe buffer has shape {raw.shape}, expected {expected}")
+    program = config.program
+    records = np.zeros(len(program), PROBE_DTYPE)
+    rows = [1 + config.site(site).slot + k for site, k in program]
+    records["site"] = [site for site, _ in program]
+    records["k"] = [k for _, k in program]
+    records["kind"] = [config.site(site).site.kind for site, _ in program]
+    records["width"] = [config.site(site).site.width for site, _ in program]
+    records["offsets"] = raw[rows].view(np.int32)
     return records, int(raw[0, 0])

@@ -18,6 +18,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from matviz.app.export_job import ExportJob  # noqa: E402
+from matviz.backends.contract import RunRequest  # noqa: E402
 from matviz.backends.simulator import simulate  # noqa: E402
 from matviz.export.options import ExportOptions  # noqa: E402
 from matviz.export.perfetto import write_perfetto  # noqa: E402
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     w, h = (int(v) for v in args.frame.split("x"))
 
     t0 = time.perf_counter()
-    trace = simulate("tiled", args.size, args.size, args.size, tile=args.tile, pad=0, level=3)
+    n = args.size
+    trace = simulate(RunRequest("tiled", n, n, n, params={"tile": args.tile, "pad": 0}, level=3))
     print(
         f"simulated tiled {args.size}^3 T={args.tile}: {len(trace.blocks)} blocks, "
         f"{trace.issue.size} phase marks ({time.perf_counter() - t0:.1f} s)"

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from matviz.app.controls import DEBOUNCE_MS  # noqa: E402
 from matviz.app.main_window import MainWindow  # noqa: E402
+from matviz.backends.contract import RunRequest  # noqa: E402
 from matviz.backends.simulator import simulate  # noqa: E402
 
 
@@ -83,9 +84,15 @@ def playback_fps(app: QApplication, trace, settings: QSettings, frames: int, pla
     return drawn, reached
 
 
+def _tiled(size: int, tile: int) -> RunRequest:
+    """The seed's tiled kernel at ``size``^3, PAD 0, level 3 (what the GUI benchmarks show)."""
+    params = {"tile": tile, "pad": 0}
+    return RunRequest("tiled", size, size, size, params=params, level=3)
+
+
 def pad_latency(app: QApplication, settings: QSettings, repeats: int) -> list[float]:
     """Seconds from a pad change to the new throughput point, 1024^3, simulator backend."""
-    window = _window(simulate("tiled", 1024, 1024, 1024, tile=32, pad=0, level=3), settings)
+    window = _window(simulate(_tiled(1024, 32)), settings)
     pad = window.controls.pad
     _run_loop(1500)  # let the spare worker start, as it would have in a session
     times = []
@@ -122,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"matviz GUI benchmark ({os.environ['QT_QPA_PLATFORM']}, 1600x1000, every view shown)")
     for tile in (32, 16):
         t0 = time.perf_counter()
-        trace = simulate("tiled", 4096, 4096, 4096, tile=tile, pad=0, level=3)
+        trace = simulate(_tiled(4096, tile))
         sim_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         drawn, reached = playback_fps(app, trace, settings, frames, play_s)

@@ -1,6 +1,8 @@
 """Kernel benchmark on the GPU: GFLOP/s, % of cuBLAS, instrumentation overhead, timer span.
 
-    python -m matviz.bench.kernels [--size 4096] [--json out.json]
+    python -m matviz.bench.kernels [--size 4096] [--json out.json] [--kernels tiled,naive]
+
+Every configuration of every registered kernel (each parameter at each allowed value).
 
 Every figure in a row comes from one process: level-0 and level-N builds are timed interleaved
 with CUDA events (median of --repeats after warm-up), and cuBLAS on the same inputs.
@@ -11,26 +13,25 @@ from __future__ import annotations
 import argparse
 import json
 
-from matviz.backends.cupy_recorder import Recorder, RecordOptions
+from matviz.backends.contract import RunRequest
+from matviz.backends.cupy_recorder import Recorder
+from matviz.core.registry import get_kernel, kernels
 
 SAMPLED_EVERY = 4  # level 2 with every 4th block stamping its tiles
 
-CONFIGS = [
-    ("naive", {"tile": 16}),
-    ("naive", {"tile": 32}),
-    ("tiled", {"tile": 16, "pad": 0}),
-    ("tiled", {"tile": 32, "pad": 0}),
-    ("tiled", {"tile": 32, "pad": 1}),
-    ("tiled_transposed", {"tile": 32, "pad": 0}),
-    ("tiled_transposed", {"tile": 32, "pad": 1}),
-]
+
+def configurations(names: list[str] | None = None) -> list[tuple[str, dict]]:
+    chosen = [get_kernel(n) for n in names] if names else list(kernels().values())
+    return [(k.name, params) for k in chosen for params in k.configurations()]
 
 
 def measure(kernel: str, params: dict, size: int, repeats: int) -> dict:
-    row: dict = {"kernel": kernel, **params, "size": size}
+    row: dict = {"kernel": kernel, "params": params, "label": get_kernel(kernel).labels(params)}
+    row["size"] = size
     for level, every in ((1, 1), (2, 1), (2, SAMPLED_EVERY)):
-        opts = RecordOptions(level=level, repeats=repeats, phase_every=every)
-        stats = Recorder(kernel, size, size, size, params, opts).run().manifest["stats"]
+        req = RunRequest(kernel, size, size, size, params, backend="cuda", level=level,
+                         repeats=repeats, phase_every=every)  # fmt: skip
+        stats = Recorder(req).run().manifest["stats"]
         tag = f"l{level}" if every == 1 else f"l{level}s{every}"
         row[f"overhead_{tag}_pct"] = stats["overhead_pct"]
         row[f"span_vs_event_{tag}"] = stats["span_vs_event"]
@@ -51,23 +52,27 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--json")
+    parser.add_argument("--kernels", help="comma list (default: every registered kernel)")
     args = parser.parse_args()
-    rows = [measure(k, p, args.size, args.repeats) for k, p in CONFIGS]
+    names = args.kernels.split(",") if args.kernels else None
+    rows = []
+    for kernel, params in configurations(names):
+        rows.append(measure(kernel, params, args.size, args.repeats))
+        if args.json:  # after every row: a run cut short still leaves its figures
+            with open(args.json, "w") as fh:
+                json.dump(rows, fh, indent=2)
     print(
-        f"{'kernel':<18}{'T':>3}{'P':>3}{'ms':>9}{'GFLOP/s':>10}{'cuBLAS':>10}{'%cuBLAS':>9}"
+        f"{'kernel':<18}{'params':<8}{'ms':>9}{'GFLOP/s':>10}{'cuBLAS':>10}{'%cuBLAS':>9}"
         f"{'L1 ovh%':>9}{'L2 ovh%':>9}{'L2/4 ovh%':>10}{'span/evt':>10}{'rel.err':>10}"
     )
     for r in rows:
         print(
-            f"{r['kernel']:<18}{r['tile']:>3}{r.get('pad', 0):>3}{r['ms']:>9.3f}"
+            f"{r['kernel']:<18}{r['label']:<8}{r['ms']:>9.3f}"
             f"{r['gflops']:>10.0f}{r['cublas_gflops']:>10.0f}{r['pct_cublas']:>9.1f}"
             f"{r['overhead_l1_pct']:>9.2f}{r['overhead_l2_pct']:>9.2f}"
             f"{r[f'overhead_l2s{SAMPLED_EVERY}_pct']:>10.2f}"
             f"{r['span_vs_event_l1']:>10.4f}{r['rel_error']:>10.1e}"
         )
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,13 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 def table(rows: list[dict], source: str) -> str:
     lines = [
-        "| kernel | T | pad | GFLOP/s | % of cuBLAS | level-1 overhead | level-2 overhead "
+        "| kernel | parameters | GFLOP/s | % of cuBLAS | level-1 overhead | level-2 overhead "
         "| level-2, every 4th block | %globaltimer span / event | rel. error |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(
-            f"| {r['kernel']} | {r['tile']} | {r.get('pad', '-')} | {r['gflops']:.0f} "
+            f"| {r['kernel']} | {r['label']} | {r['gflops']:.0f} "
             f"| {r['pct_cublas']:.1f} | {r['overhead_l1_pct']:+.2f}% "
             f"| {r['overhead_l2_pct']:+.2f}% "
             f"| {r['overhead_l2s4_pct']:+.2f}% | {r['span_vs_event_l1']:.4f} "

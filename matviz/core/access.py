@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from matviz.core.kernel import WARP, KernelConfig
+from matviz.core.kernel import WARP, KernelConfig, Where
 from matviz.core.trace import PROBE_DTYPE
 
 
-def _where(config: KernelConfig, fn, warp: int, block, t: int, k: int):
+def _where(
+    config: KernelConfig, fn: Where, warp: int, block: tuple[int, int], t: int, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lanes = config.lanes(warp, block, t, k)
     out = fn(lanes, config.p)
     row, col = (np.broadcast_to(np.asarray(v, np.int64), (WARP,)) for v in out[:2])
@@ -42,7 +44,12 @@ def lane_offsets(
 
 
 def global_elements(
-    config: KernelConfig, site: str, warp: int, block=(0, 0), t: int = 0, k: int = 0
+    config: KernelConfig,
+    site: str,
+    warp: int,
+    block: tuple[int, int] = (0, 0),
+    t: int = 0,
+    k: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, col, inside) of the global element each lane of a store site copies; ``inside``
     is False where it lies outside the matrix (the kernel stores 0 there)."""

@@ -2,7 +2,9 @@
 
 Every sentence is an English template (a module constant listed in ``TEMPLATES``); ``tr`` is
 applied to the template before ``.format``, so the Qt layer can translate it
-(``resources/i18n/zh_CN_explain.json``). Numbers come from the trace itself.
+(``resources/i18n/zh_CN_explain.json``). Numbers come from the trace and from its kernel's
+description (``trace.config``): threads, staged elements and FMAs per k-step, shared arrays,
+traffic.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from matviz.core import banks, catalog, metrics
+from matviz.core import banks, metrics
 from matviz.core import explain_texts as txt
 from matviz.core.explain_texts import TEMPLATES  # noqa: F401  (the app and tests use it here)
+from matviz.core.kernel import KernelConfig
 from matviz.core.timeline import BlockState, Timeline
 from matviz.core.trace import Trace
-from matviz.errors import MatvizError
 
 Tr = Callable[[str], str]
+FLOAT_BYTES = 4  # the traces are float32 GEMMs
 
 
 @dataclass(frozen=True)
@@ -51,84 +54,65 @@ def _join(first: str, second: str) -> str:
     return first + ("" if first.endswith(("。", "！", "？")) else " ") + second
 
 
-def _spec(trace: Trace) -> catalog.KernelSpec | None:
-    try:
-        return catalog.get_kernel(trace.kernel)
-    except MatvizError:
-        return None  # a kernel this version does not know: explain what the trace says
+def _arrays(config: KernelConfig) -> str:
+    return ", ".join(arr.name for arr in config.shared)
 
 
-def _layout(trace: Trace) -> dict[str, int | bool]:
-    """Tile, threads, pad and whether the kernel stages tiles, from manifest or catalog."""
-    geom = trace.manifest.get("geometry", {})
-    block = geom.get("block", [trace.params.get("tile", 1)] * 2)
-    tile = int(trace.params.get("tile", block[0]))
-    spec = _spec(trace)
-    tiled = spec.uses_shared if spec else trace.n_tiles > 0
-    return {
-        "tile": tile,
-        "pad": int(trace.params.get("pad", 0)),
-        "threads": int(geom.get("threads", int(block[0]) * int(block[1]))),
-        "tiled": tiled,
-    }
+def _barrier(config: KernelConfig, index: int = 0) -> str:
+    """The name of the k-step's barrier ``index`` ('__syncthreads'), as the description says."""
+    names = [ph.barrier for ph in config.kstep.barriers] if config.kstep else []
+    return names[min(index, len(names) - 1)] if names else "__syncthreads"
 
 
-def _global_bytes(trace: Trace) -> tuple[float, float] | None:
-    """(bytes the kernel loads, bytes the lesson's formula predicts)."""
-    known = trace.manifest.get("global_bytes")
-    if known:
-        return float(known["issued"]), float(known["formula"])
-    spec = _spec(trace)
-    if spec is None:
-        return None
-    M, N, K = trace.shape
-    return (
-        float(spec.issued_global_bytes(trace.params, M, N, K)),
-        float(spec.predicted_global_bytes(trace.params, M, N, K)),
-    )
+def _per_thread(config: KernelConfig) -> float:
+    """Elements of C each thread computes."""
+    rows, cols = config.launch.c_tile
+    return rows * cols / config.threads
 
 
-def _edge(trace: Trace, bx: int, by: int, lay: dict, tr: Tr) -> str:
-    M, N, K = trace.shape
-    T = lay["tile"]
-    gx, gy = trace.grid
+def _num(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else round(float(x), 2)
+
+
+def _edge(config: KernelConfig, bx: int, by: int, tr: Tr) -> str:
+    M, N, K = config.M, config.N, config.K
+    rows, cols = config.launch.c_tile
+    gx, gy = config.grid
+    depth = config.step_depth
     parts = []
-    if by == gy - 1 and M % T:
-        parts.append(tr(txt.EDGE_ROWS).format(rows=M % T, tile=T, M=M))
-    if bx == gx - 1 and N % T:
-        parts.append(tr(txt.EDGE_COLS).format(cols=N % T, tile=T, N=N))
-    if lay["tiled"] and K % T:
-        parts.append(tr(txt.EDGE_K).format(krem=K % T, tile=T, K=K))
+    if by == gy - 1 and M % rows:
+        parts.append(tr(txt.EDGE_ROWS).format(rows=M % rows, size=rows, M=M))
+    if bx == gx - 1 and N % cols:
+        parts.append(tr(txt.EDGE_COLS).format(cols=N % cols, size=cols, N=N))
+    if config.n_steps and K % depth:
+        parts.append(tr(txt.EDGE_K).format(krem=K % depth, depth=depth, K=K))
     if not parts:
         return ""
-    return tr(txt.EDGE_TILED if lay["tiled"] else txt.EDGE_NAIVE).format(
+    return tr(txt.EDGE_SHARED if config.uses_shared else txt.EDGE_NAIVE).format(
         what=tr(txt.EDGE_SEP).join(parts)
     )
 
 
-def _reuse(trace: Trace, lay: dict, tr: Tr) -> tuple[str, dict]:
-    M, N, K = trace.shape
-    T = lay["tile"]
-    naive = metrics.global_load_bytes_formula(M, N, K, T, tiled=False)
-    moved = _global_bytes(trace)
-    if lay["tiled"]:
-        if moved is None:
-            return "", {}
-        issued, formula = moved
-        text = tr(txt.REUSE_TILED).format(
-            loads=2 * T * T,
-            fmas=T**3,
-            tile=T,
+def _reuse(config: KernelConfig, tr: Tr) -> tuple[str, dict]:
+    issued, formula = config.issued_bytes, config.formula_bytes
+    moved = {"global_bytes": round(issued), "formula_bytes": round(formula)}
+    formula_text = config.kernel.work.formula
+    loads = sum(config.staged_per_step.values()) if config.uses_shared else 0
+    if loads:
+        fmas = config.fmas_per_step
+        text = tr(txt.REUSE_SHARED).format(
+            depth=config.step_depth,
+            loads=loads,
+            fmas=fmas,
+            uses=_num(2 * fmas / loads),  # each FMA reads one element of A and one of B
             issued=fmt_bytes(issued),
+            formula_text=formula_text,
             formula=fmt_bytes(formula),
-            naive=fmt_bytes(naive),
+            naive=fmt_bytes(config.flops * FLOAT_BYTES),
         )
-        nums = {"loads_per_tile": 2 * T * T, "fmas_per_tile": T**3}
-        return text, nums | {"global_bytes": round(issued), "formula_bytes": round(formula)}
-    issued = moved[0] if moved else naive
-    formula = metrics.global_load_bytes_formula(M, N, K, T)
-    text = tr(txt.REUSE_NAIVE).format(issued=fmt_bytes(issued), tile=T, formula=fmt_bytes(formula))
-    return text, {"loads_per_thread": 2 * K, "global_bytes": round(issued)}
+        return text, {"loads_per_step": loads, "fmas_per_step": fmas} | moved
+    text = tr(txt.REUSE_NONE).format(issued=fmt_bytes(issued), formula_text=formula_text)
+    return text, moved
 
 
 def explain(
@@ -140,11 +124,12 @@ def explain(
     row = trace.blocks[block]
     bx, by, sm = int(row["bx"]), int(row["by"]), int(row["smid"])
     start, end = int(row["start"]), int(row["end"])
-    lay = _layout(trace)
+    config = trace.config
     state, k = timeline.block_phase(block, t_ns)
     begin, stop = timeline.phase_span(block, t_ns)
     n = trace.n_tiles
-    base = {"bx": bx, "by": by, "sm": sm, "t": k, "n": n, "threads": lay["threads"]}
+    base = {"bx": bx, "by": by, "sm": sm, "t": k, "n": n, "threads": config.threads}
+    smem = {"arrays": _arrays(config), "barrier": _barrier(config)}
     span = {"begin": fmt_ns(begin), "end": fmt_ns(stop), "dur": fmt_ns(stop - begin)}
     nums: dict[str, float | int | str] = {
         "block": block,
@@ -157,8 +142,8 @@ def explain(
         "phase_ns": stop - begin,
         "phase_begin_ns": begin,
         "phase_end_ns": stop,
-        "threads": lay["threads"],
-        "tile": lay["tile"],
+        "threads": config.threads,
+        "step_depth": config.step_depth,
     }
     timed = True  # append txt.PHASE_TIME unless the text already gives the times
 
@@ -177,7 +162,9 @@ def explain(
         title, concept, timed = txt.TITLE_WAITING, txt.CONCEPT_WAITING, False
         nums |= {"wave": wave, "waves": waves, "start_ns": start}
     elif state == BlockState.LOADING:
-        text = tr(txt.LOADING).format(**base)
+        staged = config.staged_per_step
+        fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
+        text = tr(txt.LOADING).format(**base, **smem, **fill)
         title, concept = txt.TITLE_LOADING, txt.CONCEPT_LOADING
     elif state == BlockState.AT_BARRIER:
         prow = timeline.phase_row(block)
@@ -188,16 +175,21 @@ def explain(
         mean = float(others.mean()) if len(others) else 0.0
         fill = {"slow": slow, "others": len(others), "max_wait": fmt_ns(waits.max())}
         fill["mean_wait"] = fmt_ns(mean)
+        fill |= {"arrays": smem["arrays"], "barrier": _barrier(config, int(second))}
         text = tr(txt.BARRIER_2 if second else txt.BARRIER_1).format(**base, **fill)
         title = txt.TITLE_BARRIER_2 if second else txt.TITLE_BARRIER_1
         concept = txt.CONCEPT_BARRIER_2 if second else txt.CONCEPT_BARRIER_1
         nums |= {"barrier": 2 if second else 1, "slowest_warp": slow}
         nums |= {"max_wait_ns": int(waits.max()), "mean_wait_ns": round(mean, 1)}
     elif state == BlockState.COMPUTING:
-        text = tr(txt.COMPUTING).format(**base, tile=lay["tile"])
+        products = _num(config.fmas_per_step / config.threads)
+        smem["barrier"] = _barrier(config, 1)  # the one that ends the compute phase
+        text = tr(txt.COMPUTING).format(**base, **smem, products=products)
         title, concept = txt.TITLE_COMPUTING, txt.CONCEPT_COMPUTING
     elif state == BlockState.DONE:
-        text = tr(txt.DONE).format(**base, end=fmt_ns(end), run=fmt_ns(end - start))
+        fill = {"end": fmt_ns(end), "run": fmt_ns(end - start)}
+        rows, cols = config.launch.c_tile
+        text = tr(txt.DONE).format(**base, **fill, c_elems=rows * cols)
         title, concept, timed = txt.TITLE_DONE, txt.CONCEPT_DONE, False
         nums["run_ns"] = end - start
     elif (prow := timeline.phase_row(block)) is not None:  # a sampled block's prologue/epilogue
@@ -207,7 +199,7 @@ def explain(
         else:
             text = tr(txt.EPILOGUE).format(**base)
             title, concept = txt.TITLE_EPILOGUE, txt.CONCEPT_EPILOGUE
-    elif lay["tiled"]:
+    elif config.kstep is not None:
         every = trace.manifest.get("sampling", {}).get("phase_every")
         if not isinstance(every, int):
             every = max(1, round(len(trace.blocks) / max(len(trace.phase_blocks), 1)))
@@ -217,17 +209,26 @@ def explain(
         )
         title, concept, timed = txt.TITLE_RUNNING, txt.CONCEPT_RUNNING, False
     else:
-        K = trace.shape[2]
-        text = tr(txt.RUNNING_NAIVE).format(**base, **span, loads=2 * K, K=K)
-        title, concept, timed = txt.TITLE_RUNNING, txt.CONCEPT_NAIVE, False
+        M, N, K = trace.shape
+        per_thread = _per_thread(config)
+        loads = config.issued_bytes / FLOAT_BYTES / (M * N) * per_thread
+        fill = {"kernel": trace.kernel, "K": K, "loads": _num(loads), "fmas": _num(K * per_thread)}
+        text = tr(txt.RUNNING_NO_STEPS).format(**base, **span, **fill)
+        title, concept, timed = txt.TITLE_RUNNING, txt.CONCEPT_NO_STEPS, False
 
     if timed:
         text = _join(text, tr(txt.PHASE_TIME).format(**span))
-    reuse, extra = _reuse(trace, lay, tr)
+    reuse, extra = _reuse(config, tr)
     nums |= extra
-    paragraphs = [text, reuse, _edge(trace, bx, by, lay, tr)]
+    paragraphs = [text, reuse, _edge(config, bx, by, tr)]
     body = "\n\n".join(p for p in paragraphs if p)
     return Explanation(tr(title).format(**base), body, tr(concept), nums)
+
+
+def _shape_text(arr) -> str:
+    """'As[32][32 + 1]': the declaration, padding shown apart."""
+    cols = f"{arr.cols} + {arr.pad}" if arr.pad else str(arr.cols)
+    return f"{arr.name}[{arr.rows}][{cols}]"
 
 
 def _worst_conflict(trace: Trace) -> tuple[int, str]:
@@ -246,7 +247,7 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     stats = m.get("stats", {})
     device = m["device"].get("name", "unknown GPU")
     M, N, K = trace.shape
-    lay = _layout(trace)
+    config = trace.config
     facts = []
     if trace.is_simulated:
         facts.append(tr(txt.FACT_SIMULATED).format(device=device))
@@ -281,21 +282,22 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
             )
         )
 
-    T, pad = lay["tile"], lay["pad"]
-    if lay["tiled"]:
-        smem = int(m.get("geometry", {}).get("smem_bytes", 2 * T * (T + pad) * 4))
-        if pad:
-            padding = fmt_bytes(2 * T * pad * 4)
-            fill = {"smem": fmt_bytes(smem), "tile": T, "pad": pad, "padding": padding}
-            facts.append(tr(txt.FACT_SMEM_PAD).format(**fill))
+    if config.uses_shared:
+        arrays = ", ".join(_shape_text(arr) for arr in config.shared)
+        padding = sum(arr.padding_bytes for arr in config.shared)
+        fill = {"arrays": arrays, "smem": fmt_bytes(config.smem_bytes)}
+        if padding:
+            facts.append(tr(txt.FACT_SMEM_PAD).format(**fill, padding=fmt_bytes(padding)))
         else:
-            facts.append(tr(txt.FACT_SMEM).format(smem=fmt_bytes(smem), tile=T))
+            facts.append(tr(txt.FACT_SMEM).format(**fill))
     else:
-        facts.append(tr(txt.FACT_NO_SMEM))
-    moved = _global_bytes(trace)
-    if moved:
-        issued, formula = (fmt_bytes(b) for b in moved)
-        facts.append(tr(txt.FACT_GLOBAL).format(issued=issued, formula=formula))
+        facts.append(tr(txt.FACT_NO_SMEM).format(kernel=trace.kernel))
+    issued, formula = fmt_bytes(config.issued_bytes), fmt_bytes(config.formula_bytes)
+    facts.append(
+        tr(txt.FACT_GLOBAL).format(
+            issued=issued, formula=formula, formula_text=config.kernel.work.formula
+        )
+    )
     if len(trace.phase_blocks) and len(trace.phase_blocks) < len(trace.blocks):
         kept = len(trace.phase_blocks)
         facts.append(tr(txt.FACT_SAMPLED).format(kept=kept, blocks=len(trace.blocks)))

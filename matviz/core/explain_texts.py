@@ -32,41 +32,41 @@ WAITING_OCCUPANCY = (
 )
 LOADING = (
     "Block ({bx}, {by}) on SM {sm} is loading k-tile t = {t} of {n}: its {threads} threads "
-    "each copy one element of A and one of B into shared memory (As, Bs), then wait at the "
-    "first __syncthreads so the tiles are complete before anyone reads them."
+    "copy {a_elems} elements of A and {b_elems} of B into shared memory ({arrays}), then wait "
+    "at the first {barrier} so the tiles are complete before anyone reads them."
 )
 BARRIER_1 = (
-    "Block ({bx}, {by}) on SM {sm} waits at the first __syncthreads of k-tile t = {t}: warp "
+    "Block ({bx}, {by}) on SM {sm} waits at the first {barrier} of k-tile t = {t}: warp "
     "{slow} arrived last, and the other {others} warps waited up to {max_wait} for it "
     "(on average {mean_wait}). The barrier opens only when every warp has stored its part of "
-    "As and Bs, so no thread reads an incomplete tile."
+    "{arrays}, so no thread reads an incomplete tile."
 )
 BARRIER_2 = (
-    "Block ({bx}, {by}) on SM {sm} waits at the second __syncthreads of k-tile t = {t}: warp "
+    "Block ({bx}, {by}) on SM {sm} waits at the second {barrier} of k-tile t = {t}: warp "
     "{slow} finished its multiply-adds last, and the other {others} warps waited up to "
-    "{max_wait} for it (on average {mean_wait}). The barrier stops anyone overwriting As and "
-    "Bs with the next tile while another warp still reads them."
+    "{max_wait} for it (on average {mean_wait}). The barrier stops anyone overwriting "
+    "{arrays} with the next tile while another warp still reads them."
 )
 COMPUTING = (
-    "Block ({bx}, {by}) on SM {sm} is computing k-tile t = {t} of {n}: all {threads} threads "
-    "multiply-accumulate {tile} products from As and Bs into the sum kept in a register; the "
-    "second __syncthreads stops anyone overwriting the tiles while another warp still reads "
-    "them."
+    "Block ({bx}, {by}) on SM {sm} is computing k-tile t = {t} of {n}: each of its {threads} "
+    "threads multiply-accumulates {products} products from {arrays} into sums kept in "
+    "registers; the second {barrier} stops anyone overwriting the tiles while another warp "
+    "still reads them."
 )
 DONE = (
-    "Block ({bx}, {by}) finished at {end} after {run} on SM {sm}. Each of its {threads} threads "
-    "wrote its element of C once, from the sum in its register (§14)."
+    "Block ({bx}, {by}) finished at {end} after {run} on SM {sm}. Its {threads} threads wrote "
+    "the block's {c_elems} elements of C once each, from sums kept in registers (§14)."
 )
 RUNNING_SAMPLED = (
     "Block ({bx}, {by}) is running on SM {sm}, from {begin} to {end} ({dur}). The trace kept "
     "per-tile marks for only one block in {every}, to stay within its size budget, so which "
     "k-tile this one is on was not recorded; the sampled blocks around it show the phases."
 )
-RUNNING_NAIVE = (
-    "Block ({bx}, {by}) of the naive kernel is running on SM {sm}, from {begin} to {end} "
-    "({dur}). There are no tiles and no per-tile marks: each of its {threads} threads reads "
-    "its row of A and its column of B straight from global memory, 2·K = {loads} loads for "
-    "K = {K} multiply-adds, and keeps the sum in a register."
+RUNNING_NO_STEPS = (
+    "Block ({bx}, {by}) of the {kernel} kernel is running on SM {sm}, from {begin} to {end} "
+    "({dur}). It walks K = {K} without k-tiles, so there are no per-tile marks: each of its "
+    "{threads} threads reads A and B straight from global memory, {loads} loads for {fmas} "
+    "multiply-adds, and keeps its sums in registers."
 )
 RUNNING_NO_PHASES = (
     "Block ({bx}, {by}) is running on SM {sm}, from {begin} to {end} ({dur}). This trace was "
@@ -85,18 +85,19 @@ EPILOGUE = (
 PHASE_TIME = "In this trace this phase lasts {dur}, from {begin} to {end}."
 
 # -- data reuse and edges ---------------------------------------------------------------------
-REUSE_TILED = (
-    "Data reuse: per k-tile the block loads 2·T² = {loads} floats from global memory and does "
-    "T³ = {fmas} FMAs with them, so each loaded float is used {tile} times (§13). Over the "
-    "whole kernel the blocks load {issued} of A and B; the formula 2mnk/b × 4 B gives "
-    "{formula}, where the naive kernel would load 2mnk × 4 B = {naive}."
+REUSE_SHARED = (
+    "Data reuse: per k-tile of depth {depth} the block loads {loads} floats from global memory "
+    "into shared memory and does {fmas} FMAs with them, so each loaded float is used {uses} "
+    "times (§13). Over the whole kernel the blocks load {issued} of A and B; the lesson's "
+    "formula {formula_text} gives {formula}, where reading A and B afresh for every "
+    "multiply-add would load 2mnk × 4 B = {naive}."
 )
-REUSE_NAIVE = (
-    "No data reuse through shared memory: the kernel issues 2mnk loads, {issued} from global "
-    "memory in all (the caches absorb part of it). A tiled kernel with b = {tile} would need "
-    "2mnk/b × 4 B = {formula} (§5-6)."
+REUSE_NONE = (
+    "No data reuse through shared memory: the kernel loads {issued} from global memory in all "
+    "(the lesson's formula {formula_text}; the caches absorb part of it). Staging b × b tiles "
+    "in shared memory would divide this by b (§5-6)."
 )
-EDGE_TILED = (
+EDGE_SHARED = (
     "This is an edge block ({what}): out-of-range elements of A and B are stored in shared "
     "memory as 0, so the inner loop needs no test, and the store to C is guarded by "
     "row < M && col < N (§26)."
@@ -105,9 +106,9 @@ EDGE_NAIVE = (
     "This is an edge block ({what}): threads outside C skip all work, guarded by "
     "if (row < M && col < N) (§26)."
 )
-EDGE_ROWS = "only {rows} of its {tile} rows lie inside M = {M}"
-EDGE_COLS = "only {cols} of its {tile} columns lie inside N = {N}"
-EDGE_K = "its last k-tile holds only {krem} of {tile} values of K = {K}"
+EDGE_ROWS = "only {rows} of its {size} rows lie inside M = {M}"
+EDGE_COLS = "only {cols} of its {size} columns lie inside N = {N}"
+EDGE_K = "its last k-tile holds only {krem} of {depth} values of K = {K}"
 EDGE_SEP = "; "
 
 # -- lesson sections ------------------------------------------------------------------------
@@ -118,7 +119,7 @@ CONCEPT_BARRIER_2 = "Lesson 8 §12: the second __syncthreads"
 CONCEPT_COMPUTING = "Lesson 8 §12-14: multiply-add from shared memory, sum in a register"
 CONCEPT_DONE = "Lesson 8 §14: the result is written once"
 CONCEPT_RUNNING = "Lesson 8 §9-10: the k-tile loop"
-CONCEPT_NAIVE = "Lesson 8 §4-5: the naive kernel re-reads global memory"
+CONCEPT_NO_STEPS = "Lesson 8 §4-5: without tiles, every thread re-reads global memory"
 CONCEPT_PROLOGUE = "Lesson 8 §3: 2-D grid, each thread finds its row and column"
 CONCEPT_EPILOGUE = "Lesson 8 §14, §26: one guarded write of C"
 
@@ -138,19 +139,19 @@ FACT_OCCUPANCY = (
     "At most {per_sm} blocks fit on one SM at a time, limited by {limiter} ({registers} "
     "registers per thread)."
 )
-FACT_SMEM = (
-    "Each block keeps As and Bs in {smem} of shared memory: 2 × {tile} × {tile} floats × 4 B."
-)
+FACT_SMEM = "Each block keeps {arrays} in {smem} of shared memory."
 FACT_SMEM_PAD = (
-    "Each block keeps As and Bs in {smem} of shared memory: 2 × {tile} × ({tile} + {pad}) "
-    "floats × 4 B, of which {padding} is padding."
+    "Each block keeps {arrays} in {smem} of shared memory, of which {padding} is padding."
 )
 FACT_NO_SMEM = (
-    "The naive kernel uses no shared memory: every thread reads A and B from global memory."
+    "The {kernel} kernel uses no shared memory: its threads read A and B from global memory."
 )
 FACT_BANKS = "Worst shared-memory bank conflict in the probed warp: {degree}-way, at {site}."
 FACT_NO_CONFLICT = "The probed warp's shared-memory accesses are free of bank conflicts."
-FACT_GLOBAL = "Global memory: the kernel loads {issued}; the lesson's formula gives {formula}."
+FACT_GLOBAL = (
+    "Global memory: the kernel loads {issued}; the lesson's formula {formula_text} gives "
+    "{formula}."
+)
 FACT_SAMPLED = "Per-tile phases were kept for {kept} of {blocks} blocks."
 
 LIMITERS = {

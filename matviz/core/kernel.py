@@ -23,7 +23,8 @@ the GUI controls, the CLI options, the sweep axes, the manifest) is derived from
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -64,7 +65,7 @@ class Params(Mapping[str, ParamValue]):
     def __getitem__(self, name: str) -> ParamValue:
         return self._values[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:
@@ -167,7 +168,7 @@ class Lanes:
         return self.tid % WARP
 
 
-Where = Callable[[Lanes, Params], tuple]  # (row, col) or (row, col, mask), arrays or ints
+Where = Callable[[Lanes, Params], tuple[Any, ...]]  # (row, col) or (row, col, mask), arrays or ints
 
 
 @dataclass(frozen=True)
@@ -297,7 +298,9 @@ class Kernel:
     def default_params(self) -> dict[str, ParamValue]:
         return {p.name: p.default for p in self.params}
 
-    def resolve_params(self, given: Mapping[str, Any] | None = None, **more: Any) -> dict:
+    def resolve_params(
+        self, given: Mapping[str, Any] | None = None, **more: Any
+    ) -> dict[str, ParamValue]:
         """Defaults filled in and every value checked; MatvizError names the bad one."""
         params = self.default_params()
         for name, value in {**(given or {}), **more}.items():
@@ -318,6 +321,15 @@ class Kernel:
             if not rule.holds(p):
                 raise MatvizError(f"kernel {self.name}: " + rule.message.format(**params))
         return params
+
+    def configurations(self) -> list[dict[str, ParamValue]]:
+        """Every combination of allowed values that meets the constraints, in order."""
+        out = []
+        for values in itertools.product(*(p.values for p in self.params)):
+            params = dict(zip(self.param_names, values, strict=True))
+            if all(rule.holds(Params(params)) for rule in self.constraints):
+                out.append(params)
+        return out
 
     def configure(
         self, params: Mapping[str, Any] | None, M: int, N: int, K: int, *, check: bool = True
@@ -548,6 +560,8 @@ class KernelConfig:
         if self.sites:
             out += [f"-DMV_SITE_{rs.name}={rs.slot}" for rs in self.sites]
             out.append(f"-DMV_PROBE_SLOTS={self.probe_slots}")
+        if self.n_barriers:
+            out.append(f"-DMV_BARRIERS={self.n_barriers}")
         return out
 
     def lanes(self, warp: int, block: tuple[int, int] = (0, 0), t: int = 0, k: int = 0) -> Lanes:

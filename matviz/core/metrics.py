@@ -1,4 +1,4 @@
-"""Numbers the lessons quote, computed from a Trace or from the problem shape alone.
+"""Numbers the lessons quote, computed from a Trace.
 
 Times are integer nanoseconds from kernel start, so FLOP per ns reads directly as GFLOP/s.
 """
@@ -18,18 +18,6 @@ def total_flops(trace: Trace) -> float:
     """Useful FLOP of the whole GEMM: one multiply and one add per (m, n, k)."""
     m, n, k = trace.shape
     return 2.0 * m * n * k
-
-
-def global_load_bytes_formula(
-    M: int, N: int, K: int, tile: int, elem_bytes: int = 4, tiled: bool = True
-) -> float:
-    """Global-memory bytes the lesson's formula predicts: 2MNK elements naive, 2MNK/tile tiled."""
-    elements = 2.0 * M * N * K
-    if tiled:
-        if tile <= 0:
-            raise ValueError(f"tile must be positive, not {tile}")
-        elements /= tile
-    return elements * elem_bytes
 
 
 # -- FLOP rate over time --------------------------------------------------------------------
@@ -52,8 +40,7 @@ def _flop_intervals(
 
     if len(sampled):
         if flops_per_block_tile is None:
-            tile = trace.params.get("tile", 1)
-            flops_per_block_tile = 2.0 * tile**3
+            flops_per_block_tile = 1.0  # every k-step does the same work: only ratios matter
         weight = np.broadcast_to(np.asarray(flops_per_block_tile, float), trace.loaded.shape)
         if np.any(weight < 0) or weight.sum() <= 0:
             raise ValueError("flops_per_block_tile must be non-negative and not all zero")
@@ -107,7 +94,7 @@ def flop_rate(
     """In-kernel FLOP rate over time: (bin centres in ns, GFLOP/s per bin).
 
     Sampled blocks' FLOP happen in their compute phases (loaded -> computed of each k-tile),
-    weighted by ``flops_per_block_tile`` (default 2*tile**3; a scalar or an array shaped like
+    weighted by ``flops_per_block_tile`` (default: all equal; a scalar or an array shaped like
     the phase arrays); other blocks spread theirs over [start, end]. The equal-width bins span
     [0, duration] (wider only if a phase lies outside) and integrate to exactly 2MNK.
     """

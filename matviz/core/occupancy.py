@@ -13,7 +13,8 @@ description (a mapping shaped like ``matviz/backends/devices/h200.json``):
                    file holds floor(regs_per_sm / regs_per_warp) warps, split into whole blocks.
 
 The limiter is the resource with the fewest blocks; ties go to the first in the order above
-(the hard block-slot limit first, registers last). Pure: no backend, no GPU.
+(the hard block-slot limit first, registers last). Pure: no backend, no GPU, no compiler: the
+caller passes the register count of the build whose blocks it describes.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from matviz.core.catalog import KernelSpec
-from matviz.core.compile_report import registers_for
+from matviz.core.kernel import KernelConfig
 
 LIMITERS = ("blocks", "threads", "warps", "shared_memory", "registers")
 
@@ -85,27 +85,16 @@ def resource_limits(
 
 
 def occupancy(
-    spec: KernelSpec,
-    params: dict[str, int],
-    M: int,
-    N: int,
-    K: int,
+    config: KernelConfig,
     device: Mapping[str, Any],
+    registers: int,
     *,
-    level: int = 0,
-    registers: int | None = None,
+    register_source: str = "given",
 ) -> Occupancy:
-    """Resident blocks per SM for ``spec`` at ``params``, the limiter and every limit.
-
-    Registers come from ``compile_report.registers_for`` (nvcc when present, else the
-    catalog's estimate) at trace ``level``, unless ``registers`` is given.
+    """Resident blocks per SM for ``config`` with ``registers`` per thread, the limiter and
+    every limit. ``register_source`` says where the count came from ("nvcc", "estimate", ...).
     """
-    geometry = spec.geometry(params, M, N, K)
-    if registers is None:
-        registers, source = registers_for(spec, params, level)
-    else:
-        source = "given"
-    limits = resource_limits(geometry.threads, geometry.smem_bytes, int(registers), device)
+    limits = resource_limits(config.threads, config.smem_bytes, int(registers), device)
     blocks = min(limits.values())
     limiter = next(name for name in LIMITERS if limits[name] == blocks)
     resident = blocks * int(device["sm_count"])
@@ -114,23 +103,19 @@ def occupancy(
         limiter=limiter,
         limits=limits,
         registers=int(registers),
-        register_source=source,
-        warps_per_sm=blocks * geometry.warps_per_block,
+        register_source=register_source,
+        warps_per_sm=blocks * config.warps,
         resident_blocks=resident,
-        waves=math.ceil(geometry.n_blocks / resident) if resident else 0,
+        waves=math.ceil(config.n_blocks / resident) if resident else 0,
     )
 
 
 def occupancy_dict(
-    spec: KernelSpec,
-    params: dict[str, int],
-    M: int,
-    N: int,
-    K: int,
+    config: KernelConfig,
     device: Mapping[str, Any],
+    registers: int,
     *,
-    level: int = 0,
-    registers: int | None = None,
+    register_source: str = "given",
 ) -> dict[str, Any]:
     """:func:`occupancy` as a plain dict, ready for a manifest (both backends write it)."""
-    return occupancy(spec, params, M, N, K, device, level=level, registers=registers).to_dict()
+    return occupancy(config, device, registers, register_source=register_source).to_dict()

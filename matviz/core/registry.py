@@ -10,7 +10,10 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import re
+from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
+from typing import Any
 
 from matviz.core.kernel import Kernel, KernelConfig
 from matviz.errors import MatvizError
@@ -19,7 +22,7 @@ from matviz.paths import KERNEL_DIR
 _STEM = re.compile(r"^(\d{2})_([a-z][a-z0-9_]*)$")
 
 
-def _load(path) -> Kernel:
+def _load(path: Path) -> Kernel:
     match = _STEM.match(path.stem)
     if match is None:
         raise RuntimeError(f"{path.name}: a kernel description is named NN_name.py")
@@ -56,6 +59,14 @@ def get_kernel(name: str) -> Kernel:
     raise MatvizError(f"unknown kernel '{name}' (known: {known})")
 
 
-def configure(name: str, params, M: int, N: int, K: int, *, check: bool = True) -> KernelConfig:
+def configure(
+    name: str,
+    params: Mapping[str, Any] | None,
+    M: int,
+    N: int,
+    K: int,
+    *,
+    check: bool = True,
+) -> KernelConfig:
     """Shorthand: ``get_kernel(name).configure(params, M, N, K)``."""
     return get_kernel(name).configure(params, M, N, K, check=check)

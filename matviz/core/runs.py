@@ -10,7 +10,8 @@ from matviz.core.trace import Trace
 @dataclass(frozen=True)
 class RunPoint:
     kernel: str
-    params: tuple[tuple[str, int], ...]
+    params: tuple[tuple[str, int | str], ...]  # in the description's order
+    labels: str  # the description's short labels of ``params``: 'T32 P1'
     shape: tuple[int, int, int]
     backend: str  # "cuda" or "sim"
     gflops: float
@@ -19,17 +20,17 @@ class RunPoint:
     @property
     def label(self) -> str:
         """Short configuration label for a plot axis, e.g. 'tiled T32 P1'."""
-        short = {"tile": "T", "pad": "P"}
-        parts = " ".join(f"{short.get(k, k)}{v}" for k, v in self.params)
         sim = " (sim)" if self.backend == "sim" else ""
-        return f"{self.kernel} {parts}{sim}"
+        return f"{self.kernel} {self.labels}{sim}"
 
     @classmethod
     def from_trace(cls, trace: Trace) -> RunPoint:
         stats = trace.manifest["stats"]
+        config = trace.config
         return cls(
             kernel=trace.kernel,
-            params=tuple(sorted(trace.params.items())),
+            params=tuple(config.params.items()),
+            labels=config.kernel.labels(config.params),
             shape=trace.shape,
             backend=trace.backend,
             gflops=float(stats["gflops"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from matviz.core import metrics
-from matviz.core.catalog import LEVEL_NAMES
+from matviz.core.kernel import LEVEL_NAMES
 from matviz.core.trace import Trace
 
 
@@ -17,7 +17,8 @@ def summary_lines(trace: Trace) -> list[str]:
     m = trace.manifest
     stats = m["stats"]
     M, N, K = trace.shape
-    params = "  ".join(f"{k}={v}" for k, v in trace.params.items())
+    config = trace.config
+    params = "  ".join(f"{k}={v}" for k, v in config.params.items())
     level = m["level"]
     lines = [
         f"kernel     {trace.kernel}  {params}  {M}x{N}x{K} {m['dtype']}",
@@ -53,17 +54,16 @@ def summary_lines(trace: Trace) -> list[str]:
     occ = m.get("occupancy")
     if occ:
         lines.append(f"occupancy  {occ['blocks_per_sm']} blocks/SM, limited by {occ['limiter']}")
-    gbytes = m.get("global_bytes")
-    if gbytes:
-        lines.append(
-            f"global     {gbytes['issued'] / 1e6:.1f} MB loaded by the kernel; lesson formula "
-            f"{gbytes['formula'] / 1e6:.1f} MB"
-        )
+    lines.append(
+        f"global     {config.issued_bytes / 1e6:.1f} MB loaded by the kernel; lesson formula "
+        f"{config.kernel.work.formula} = {config.formula_bytes / 1e6:.1f} MB"
+    )
     sampling = m["sampling"]
     if len(trace.phase_blocks):
         lines.append(
             f"phases     {len(trace.phase_blocks)} of {len(trace.blocks)} blocks x "
-            f"{trace.n_tiles} k-tiles (every {sampling.get('phase_every', 1)}. block)"
+            f"{trace.n_tiles} k-tiles of depth {config.step_depth} "
+            f"(every {sampling.get('phase_every', 1)}. block)"
         )
     if len(trace.probe):
         worst = int(np.max(_degrees(trace)))

@@ -117,7 +117,7 @@ def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
     except (TypeError, ValueError) as exc:
         raise MatvizError(f"cannot write trace to {path}: manifest is not JSON: {exc}") from exc
     npz = io.BytesIO()
-    np.savez_compressed(npz, **_encode_arrays(trace))
+    np.savez_compressed(npz, **_encode_arrays(trace))  # type: ignore[arg-type]
 
     tmp_name: str | None = None
     try:
@@ -164,10 +164,12 @@ def _read_manifest(zf: zipfile.ZipFile) -> dict[str, Any]:
             f"this matviz reads up to {FORMAT_VERSION}: upgrade matviz"
         )
     schema = manifest.get("schema_version")
+    if isinstance(schema, bool) or not isinstance(schema, int):
+        raise _BadFile(f"schema_version must be a whole number, not {schema!r}")
     if schema == 1:
         manifest = _migrate_v1(manifest)
     elif schema != SCHEMA_VERSION:
-        raise _BadFile(f"unknown schema_version {schema!r} (this matviz reads 1 and {SCHEMA_VERSION})")
+        raise _BadFile(f"unknown schema_version {schema} (this matviz reads 1 to {SCHEMA_VERSION})")
     missing = [k for k in REQUIRED_MANIFEST_KEYS if k not in manifest]
     if missing:
         raise _BadFile(f"manifest lacks {', '.join(missing)}")

@@ -40,7 +40,9 @@ from matviz.export.atomic import AtomicOutput
 
 MATVIZ_PID = 100_000  # the 'matviz' process holding the kernel event; above any SM
 EVENTS_PER_CHUNK = 200_000
-_MANIFEST_KEYS = ("dtype", "level", "device", "timer", "sampling", "stats", "occupancy")
+_MANIFEST_KEYS = (
+    "dtype", "level", "description", "device", "timer", "sampling", "stats", "occupancy"
+)
 
 
 @dataclass(frozen=True)
@@ -237,9 +239,10 @@ def trace_metadata(trace: Trace) -> dict[str, Any]:
 
 
 def _title(trace: Trace) -> str:
-    params = " ".join(f"{'T' if k == 'tile' else k.upper()}={v}" for k, v in trace.params.items())
+    """'tiled T32 P0 1024x1024x1024' (labels from the description)."""
+    config = trace.config
     M, N, K = trace.shape
-    return f"{trace.kernel} {params} {M}x{N}x{K}"
+    return f"{trace.kernel} {config.kernel.labels(config.params)} {M}x{N}x{K}"
 
 
 def _metadata_events(trace: Trace, layout: _Layout, meta: dict[str, Any]) -> list[dict]:

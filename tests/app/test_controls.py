@@ -1,14 +1,20 @@
-"""The run controls: catalog-driven choices, refusals with a reason, debounced re-runs."""
+"""The run controls: choices from the kernel descriptions, refusals with a reason, debounced
+re-runs."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from PySide6.QtCore import Qt
 
 from matviz.app.controls import Controls
 from matviz.app.i18n import set_language, tr
+from matviz.backends.contract import RunRequest
 from matviz.backends.cuda_status import cuda_status
-from matviz.core.catalog import CATALOG
+from matviz.core import registry
+from matviz.core.kernel import Param
+from matviz.errors import MatvizError
 
 
 @pytest.fixture
@@ -20,21 +26,80 @@ def controls(qtbot):
 
 
 def _select(combo, value) -> None:
-    combo.setCurrentIndex(combo.findData(value))
+    index = combo.findData(value)
+    assert index >= 0, value
+    combo.setCurrentIndex(index)
 
 
-def test_choices_come_from_the_catalog(controls):
-    assert [controls.kernel.itemData(i) for i in range(controls.kernel.count())] == list(CATALOG)
-    for i, spec in enumerate(CATALOG.values()):
-        assert controls.kernel.itemData(i, Qt.ToolTipRole) == spec.title
-    _select(controls.kernel, "tiled")
-    tiles = [controls.tile.itemData(i) for i in range(controls.tile.count())]
-    pads = [controls.pad.itemData(i) for i in range(controls.pad.count())]
-    assert tuple(tiles) == CATALOG["tiled"].params["tile"]
-    assert tuple(pads) == CATALOG["tiled"].params["pad"] and controls.pad.isEnabled()
+def _choices(combo) -> tuple:
+    return tuple(combo.itemData(i) for i in range(combo.count()))
+
+
+def test_choices_come_from_the_descriptions(controls):
+    kernels = registry.kernels()
+    assert list(_choices(controls.kernel)) == list(kernels)
+    for i, kernel in enumerate(kernels.values()):
+        assert controls.kernel.itemData(i, Qt.ToolTipRole) == kernel.title
+    for kernel in kernels.values():
+        _select(controls.kernel, kernel.name)
+        assert tuple(controls.params_boxes) == kernel.param_names
+        for param in kernel.params:
+            box = controls.params_boxes[param.name]
+            assert _choices(box) == param.values and box.toolTip() == param.help
+            assert controls.form.labelForField(box).text().endswith(param.label)
+        assert set(controls.job()["params"]) == set(kernel.param_names)
     _select(controls.kernel, "naive")
-    assert not controls.pad.isEnabled() and "pad" not in controls.job()["params"]
+    assert "pad" not in controls.params_boxes and "pad" not in controls.job()["params"]
     assert controls.level.currentData() == 3  # every view has data
+
+
+def test_a_fresh_kernel_starts_at_its_defaults_and_keeps_shared_values(controls):
+    first = next(iter(registry.kernels().values()))
+    assert controls.spec is first and controls.params() == first.default_params()
+    _select(controls.kernel, "tiled")
+    _select(controls.params_boxes["tile"], 32)
+    _select(controls.params_boxes["pad"], 4)
+    _select(controls.kernel, "naive")  # tile carries over, pad does not exist
+    assert controls.params() == {"tile": 32}
+    _select(controls.kernel, "tiled")  # pad was gone: back to its default
+    default_pad = registry.get_kernel("tiled").param("pad").default
+    assert controls.params() == {"tile": 32, "pad": default_pad}
+
+
+def test_a_parameter_added_to_a_description_appears_in_the_controls(qtbot, monkeypatch):
+    tiled = registry.get_kernel("tiled")
+    split = Param("split", (1, 2, 4), 2, "SPLIT", "S", "ways the k loop is split")
+    fake = dataclasses.replace(tiled, name="fake", number=9, params=(*tiled.params, split))
+    monkeypatch.setattr(registry, "kernels", lambda: {"tiled": tiled, "fake": fake})
+    widget = Controls()
+    qtbot.addWidget(widget)
+    _select(widget.kernel, "fake")
+    box = widget.params_boxes["split"]
+    assert _choices(box) == (1, 2, 4) and box.currentData() == 2  # the description's default
+    assert widget.form.labelForField(box).text() == "Split S" and box.toolTip() == split.help
+    _select(box, 4)
+    job = widget.job()
+    assert job["kernel"] == "fake" and job["params"]["split"] == 4 and widget.validate()
+    assert RunRequest(**job).params == {"tile": 16, "pad": 0, "split": 4}
+    _select(widget.kernel, "tiled")
+    assert "split" not in widget.params_boxes and "split" not in widget.job()["params"]
+
+
+def test_typing_a_size_is_one_change(qtbot, controls):
+    requested = []
+    controls.runRequested.connect(requested.append)
+    box = controls.sizes["M"]
+    changes = []
+    box.valueChanged.connect(changes.append)
+    box.setFocus()
+    box.selectAll()
+    qtbot.keyClicks(box, "4096")
+    assert changes == [] and not controls._timer.isActive()  # nothing while typing
+    qtbot.keyClick(box, Qt.Key_Return)
+    assert changes == [4096] and controls._timer.isActive()
+    with qtbot.waitSignal(controls.runRequested, timeout=3000):
+        pass
+    assert len(requested) == 1 and requested[0]["M"] == 4096
 
 
 def test_cuda_entry_explains_itself_when_unavailable(controls):
@@ -56,7 +121,8 @@ def test_cuda_entry_explains_itself_when_unavailable(controls):
 def test_an_invalid_size_is_refused_with_a_reason(qtbot, controls, size, needle):
     requested = []
     controls.runRequested.connect(requested.append)
-    _select(controls.tile, 8)
+    _select(controls.kernel, "tiled")
+    _select(controls.params_boxes["tile"], 8)
     controls.sizes["M"].setValue(size)
     assert not controls.message.isHidden() and needle in controls.message.text()
     assert not controls.run_button.isEnabled() and not controls._timer.isActive()
@@ -69,22 +135,32 @@ def test_an_invalid_size_is_refused_with_a_reason(qtbot, controls, size, needle)
     assert blocker.args[0]["M"] == 256
 
 
-def test_catalog_rejections_show_the_catalog_reason(controls, monkeypatch):
+def test_description_rejections_show_their_reason(controls, monkeypatch):
     import matviz.app.controls as module
 
-    monkeypatch.setattr(module, "SIZE_MAX", 999_999)  # let the catalog's own grid limit speak
-    _select(controls.tile, 8)
+    monkeypatch.setattr(module, "SIZE_MAX", 999_999)  # let the kernel's own grid limit speak
+    _select(controls.kernel, "tiled")
+    _select(controls.params_boxes["tile"], 8)
     controls.sizes["M"].setValue(600_000)
     assert "block rows; CUDA allows 65535" in controls.message.text()
+    controls.sizes["M"].setValue(1024)
+    _select(controls.kernel, "register_tiling_1d")  # a constraint between parameters
+    _select(controls.params_boxes["BM"], 128)
+    _select(controls.params_boxes["BN"], 128)  # 128 * 128 / TM 8 = 2048 threads: refused
+    with pytest.raises(MatvizError) as refused:
+        registry.configure("register_tiling_1d", controls.params(), 1024, 1024, 1024)
+    assert controls.message.text() == str(refused.value)
+    assert "threads" in controls.message.text()
+    assert not controls.run_button.isEnabled()
 
 
 def test_parameter_changes_are_debounced_into_one_run(qtbot, controls):
     requested = []
     controls.runRequested.connect(requested.append)
     _select(controls.kernel, "tiled")
-    _select(controls.tile, 16)
+    _select(controls.params_boxes["tile"], 16)
     for pad in (1, 2, 4):
-        _select(controls.pad, pad)
+        _select(controls.params_boxes["pad"], pad)
     assert requested == [] and controls._timer.isActive()
     with qtbot.waitSignal(controls.runRequested, timeout=3000):
         pass
@@ -95,9 +171,9 @@ def test_parameter_changes_are_debounced_into_one_run(qtbot, controls):
 
 
 def test_showing_a_trace_configuration_does_not_run(controls):
-    from matviz.backends.simulator import simulate
+    from matviz.backends.contract import run
 
-    trace = simulate("tiled_transposed", 96, 64, 32, tile=16, pad=2, level=1)
+    trace = run(RunRequest("tiled_transposed", 96, 64, 32, params={"tile": 16, "pad": 2}, level=1))
     requested = []
     controls.runRequested.connect(requested.append)
     controls.show_config(trace)
@@ -109,11 +185,15 @@ def test_showing_a_trace_configuration_does_not_run(controls):
 
 def test_labels_follow_the_language(qtbot, controls):
     assert controls._labels[0].text() == "Kernel"
+    _select(controls.kernel, "tiled")
+    tile = controls.form.labelForField(controls.params_boxes["tile"])
+    assert tile.text() == "Tile T"
     set_language("zh_CN")  # widgets get a posted LanguageChange event
     try:
         qtbot.waitUntil(lambda: controls._labels[0].text() != "Kernel")
         assert controls._labels[0].text() == tr("Kernel")
         assert controls.run_button.text() == tr("Run") != "Run"
+        assert tile.text() == tr("Tile T") != "Tile T"
     finally:
         set_language("en")
     qtbot.waitUntil(lambda: controls._labels[0].text() == "Kernel")

@@ -11,12 +11,12 @@ from matviz.app.export_dialog import ExportDialog
 from matviz.app.main_window import MainWindow
 from matviz.app.runner import Runner
 from matviz.app.session import Session
-from matviz.backends.simulator import simulate
+from matviz.backends.contract import RunRequest, run
 
 
 @cache
 def small():
-    return simulate("tiled", 64, 96, 80, tile=16, pad=0, level=3)
+    return run(RunRequest("tiled", 64, 96, 80, params={"tile": 16, "pad": 0}, level=3))
 
 
 @pytest.fixture
@@ -113,5 +113,6 @@ def test_file_menu_opens_the_dialog(qtbot, tmp_path):
     assert dlg.isVisible() and dlg.session is window.session
     b = small().blocks[window.session.selected_block]
     assert dlg.block_label.text() == f"({int(b['bx'])}, {int(b['by'])})"
+    assert dlg.path.text().endswith("tiled_t16_p0_64.gif")  # named by the description's labels
     dlg.close()
     window.close()

@@ -12,7 +12,7 @@ from PySide6.QtCore import QSettings, Qt
 from matviz.app import i18n
 from matviz.app.main_window import BUNDLED_TRACE, MainWindow
 from matviz.app.runner import Runner
-from matviz.backends.simulator import simulate
+from matviz.backends.contract import RunRequest, run
 from matviz.core.timeline import Timeline
 from matviz.core.trace_io import save_trace
 
@@ -20,6 +20,10 @@ PY = sys.executable
 ABORTS = [PY, "-c", "import os, sys; sys.stdin.read(); os.abort()"]
 RAISES = [PY, "-c", "import sys; sys.stdin.read(); raise SystemExit('worker blew up')"]
 SLOW = [PY, "-c", "import sys, time; sys.stdin.read(); time.sleep(60)"]
+
+
+def simulate(kernel: str, M: int, N: int, K: int, level: int = 3, **params):
+    return run(RunRequest(kernel, M, N, K, params=params, level=level))
 
 
 @pytest.fixture
@@ -90,6 +94,28 @@ def test_a_simulated_trace_is_labelled_simulated(make_window):
     window = make_window(simulate("tiled", 64, 64, 64, tile=16, pad=1, level=3))
     assert "simulated" in window.windowTitle() and "replay" not in window.windowTitle()
     assert "simulated" in window.source_status.text()
+    assert "tiled T16 P1 64×64×64" in window.windowTitle() and "{" not in window.windowTitle()
+
+
+def test_without_the_bundled_file_the_start_up_is_simulated_without_nvcc(
+    make_window, monkeypatch, tmp_path
+):
+    import matviz.app.main_window as main_window
+    import matviz.backends.simulator as simulator
+
+    def no_nvcc(*args, **kwargs):
+        raise AssertionError("nvcc must not run on the GUI thread")
+
+    monkeypatch.setattr(main_window, "BUNDLED_TRACE", tmp_path / "missing.mvz")
+    monkeypatch.setattr(simulator, "registers_for", no_nvcc)
+    window = make_window()
+    trace = window.session.trace
+    assert trace.is_simulated and "simulated" in window.windowTitle()
+    assert trace.kernel == main_window.DEFAULT_RUN["kernel"] and trace.manifest["level"] == 3
+    assert trace.params == main_window.DEFAULT_RUN["params"]
+    occ = trace.manifest["occupancy"]
+    assert occ["registers"] == trace.config.kernel.registers and occ["register_source"] == "given"
+    assert window.controls.job()["params"] == trace.params  # the controls show that setup
 
 
 # -- playback ----------------------------------------------------------------------------------
@@ -140,7 +166,7 @@ def test_the_slider_scrubs(window):
 def test_changing_pad_reruns_and_adds_a_plot_point(qtbot, window):
     _small_sizes(qtbot, window)
     runs = len(window.session.runs)
-    pad = window.controls.pad
+    pad = window.controls.params_boxes["pad"]
     pad.setCurrentIndex(pad.findData(2))
     qtbot.waitUntil(lambda: len(window.session.runs) == runs + 1, timeout=60_000)
     trace = window.session.trace
@@ -154,7 +180,7 @@ def test_a_failing_worker_shows_an_error_and_the_window_survives(qtbot, make_win
     window = make_window(simulate("tiled", 128, 128, 128, tile=16, pad=0, level=3))
     window.runner.set_command(command)
     before, runs = window.session.trace, len(window.session.runs)
-    pad = window.controls.pad
+    pad = window.controls.params_boxes["pad"]
     pad.setCurrentIndex(pad.findData(1))
     qtbot.waitUntil(lambda: bool(window.error), timeout=60_000)
     assert not window.error_label.isHidden() and "Run failed" in window.error_label.text()
@@ -187,13 +213,26 @@ def test_a_corrupt_file_shows_the_error_and_keeps_the_trace(window, tmp_path):
     assert window.session.trace is before
 
 
+def test_a_trace_of_an_unknown_kernel_is_refused_in_one_line(window, tmp_path):
+    trace = simulate("tiled", 64, 64, 64, tile=16, level=1)
+    trace.manifest["kernel"] = "gone"  # a kernel this checkout has no description of
+    path = tmp_path / "gone.mvz"
+    save_trace(trace, path)
+    before = window.session.trace
+    assert window.open_file(path) is False
+    assert "unknown kernel 'gone'" in window.error and "gone.mvz" in window.error
+    assert "\n" not in window.error
+    assert window.session.trace is before
+
+
 def test_save_open_and_recent_files(window, tmp_path):
     path = tmp_path / "saved.mvz"
     assert window.save_trace(path) and path.is_file()
     other = tmp_path / "other.mvz"
     save_trace(simulate("naive", 64, 64, 64, tile=8, level=1), other)
     assert window.open_file(other)
-    assert window.session.trace.kernel == "naive" and not window.controls.pad.isEnabled()
+    assert window.session.trace.kernel == "naive" and "pad" not in window.controls.params_boxes
+    assert "naive T8 64×64×64" in window.windowTitle()
     assert window.recent_files()[:2] == [str(other.resolve()), str(path.resolve())]
     path.unlink()
     assert window.recent_files() == [str(other.resolve())]  # missing files are pruned
@@ -259,7 +298,7 @@ def test_a_recorded_trace_says_replay_and_edits_survive_a_finishing_run(
     # A run finishing while the user already edited the controls must not undo the edit.
     window.controls.request_run()
     qtbot.waitUntil(lambda: window.runner.busy)
-    tile = window.controls.tile
+    tile = window.controls.params_boxes["tile"]
     tile.setCurrentIndex(tile.findData(16))
     window.runner.cancel()
     window._run_finished(load_trace(path))

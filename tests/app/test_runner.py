@@ -9,18 +9,13 @@ import sys
 
 import pytest
 
-from matviz.backends import worker
+from matviz import jobs
+from matviz.backends.contract import RunRequest
 
-SMALL = {
-    "backend": "sim",
-    "kernel": "tiled",
-    "M": 128,
-    "N": 128,
-    "K": 128,
-    "params": {"tile": 32, "pad": 1},
-    "level": 3,
-}
+REQUEST = RunRequest("tiled", 128, 128, 128, {"tile": 32, "pad": 1}, backend="sim", level=3)
+SMALL = REQUEST.to_json()
 PY = sys.executable
+WORKER = list(jobs.command())
 CRASHES = {
     "raises": [PY, "-c", "import sys; sys.stdin.read(); raise RuntimeError('boom in worker')"],
     "exits": [
@@ -37,7 +32,7 @@ SLOW = [PY, "-c", "import sys, time; sys.stdin.read(); time.sleep(60)"]
 def test_worker_writes_the_trace_and_one_json_line(tmp_path):
     out = tmp_path / "run.mvz"
     proc = subprocess.run(
-        [PY, "-m", "matviz.backends.worker"],
+        WORKER,
         input=json.dumps({**SMALL, "out": str(out)}),
         capture_output=True,
         text=True,
@@ -60,17 +55,28 @@ def test_worker_writes_the_trace_and_one_json_line(tmp_path):
         ({"params": {"tile": 12}}, "tile=12 is not allowed"),
         ({"backend": "gpu"}, "unknown backend"),
         ({"kernel": "nope"}, "unknown kernel"),
+        ({"params": {"tile": 32, "swizzle": 1}}, "has no parameter 'swizzle'"),
+        ({"colour": "red"}, "unknown fields: colour"),
+        ({"probe_warp": 99}, "probe warp 99 is outside"),
     ],
 )
 def test_worker_refuses_bad_jobs_in_one_line(tmp_path, change, needle):
-    answer = worker.handle({**SMALL, "out": str(tmp_path / "x.mvz"), **change})
+    answer = jobs.handle({**SMALL, "out": str(tmp_path / "x.mvz"), **change})
     assert answer["ok"] is False and needle in answer["error"]
     assert "\n" not in answer["error"]
 
 
+def test_a_job_is_a_request_and_an_out():
+    request, out = jobs.parse_job(json.loads(jobs.job_text(REQUEST, "/tmp/x.mvz")))
+    assert request == REQUEST and out == "/tmp/x.mvz"
+    answer = jobs.handle(SMALL)
+    assert answer == {"ok": False, "error": "the job lacks out"}
+    assert jobs.handle([1, 2])["error"] == "the job is not a JSON object"
+
+
 def test_worker_exit_code_and_cuda_unavailable_here(tmp_path):
     proc = subprocess.run(
-        [PY, "-m", "matviz.backends.worker"],
+        WORKER,
         input=json.dumps({**SMALL, "backend": "cuda", "out": str(tmp_path / "x.mvz")}),
         capture_output=True,
         text=True,
@@ -87,7 +93,7 @@ def test_worker_exit_code_and_cuda_unavailable_here(tmp_path):
 
 def test_worker_rejects_non_json(tmp_path):
     proc = subprocess.run(
-        [PY, "-m", "matviz.backends.worker"],
+        WORKER,
         input="not json",
         capture_output=True,
         text=True,
@@ -106,11 +112,12 @@ def runner(qapp):
     r.shutdown()
 
 
-def test_a_run_returns_a_trace_and_deletes_its_file(qtbot, runner):
+@pytest.mark.parametrize("job", [REQUEST, SMALL], ids=["request", "json"])
+def test_a_run_returns_a_trace_and_deletes_its_file(qtbot, runner, job):
     busy = []
     runner.busyChanged.connect(busy.append)
     with qtbot.waitSignal(runner.finished, timeout=60_000) as blocker:
-        runner.start(SMALL)
+        runner.start(job)
         out = runner._out
         assert out and os.path.exists(out)
     trace = blocker.args[0]
@@ -132,6 +139,12 @@ def test_a_failing_worker_is_reported_and_the_next_job_works(qtbot, runner, kind
     runner.set_command(None)  # the real worker again: a fresh process runs the next job
     with qtbot.waitSignal(runner.finished, timeout=60_000):
         runner.start(SMALL)
+
+
+def test_a_bad_request_comes_back_from_the_worker(qtbot, runner):
+    with qtbot.waitSignal(runner.failed, timeout=60_000) as blocker:
+        runner.start({**SMALL, "params": {"tile": 12}})
+    assert "tile=12 is not allowed" in blocker.args[0]
 
 
 def test_a_worker_that_cannot_start_is_reported(qtbot, runner):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 import time
@@ -21,20 +22,25 @@ from matviz.app.views.grid_view import GridView
 from matviz.app.views.sm_lanes import BINS, SmLanesView
 from matviz.app.views.throughput_view import ThroughputView, peak_gflops
 from matviz.app.views.tiles_view import TilesView
-from matviz.backends.simulator import simulate
+from matviz.backends.contract import RunRequest, run
+from matviz.core import registry
+from matviz.core.kernel import SharedArray
 from matviz.core.runs import RunPoint
 from matviz.core.timeline import BlockState
 
 VIEW_CLASSES = (GridView, SmLanesView, TilesView, BanksView, ThroughputView)
-VIEWS_DIR = Path(__file__).resolve().parents[2] / "matviz" / "app" / "views"
+VIEWS_DIR = Path(palette.__file__).parent
+
+
+def simulate(kernel: str, M: int, N: int, K: int, level: int = 3, **params):
+    return run(RunRequest(kernel, M, N, K, params=params, level=level))
 
 
 @cache
 def sim(kernel: str = "tiled", size: int = 512, tile: int = 32, pad: int | None = 0, level=3):
     """Simulated traces are deterministic: share them between tests (views never mutate)."""
-    if kernel == "naive":
-        pad = None
-    return simulate(kernel, size, size, size, tile=tile, pad=pad, level=level)
+    params = {"tile": tile} if pad is None or kernel == "naive" else {"tile": tile, "pad": pad}
+    return simulate(kernel, size, size, size, level=level, **params)
 
 
 @pytest.fixture
@@ -99,7 +105,9 @@ def test_every_view_draws_a_trace(views, session):
 def test_simulated_source_is_labelled(views, session):
     session.set_trace(sim())
     for cls in (GridView, SmLanesView, TilesView, BanksView, ThroughputView):
-        assert "simulated" in views[cls].title.text()
+        text = views[cls].title.text()
+        assert "simulated" in text
+        assert "T32 P0" in text and "{" not in text  # the description's labels, no raw dict
 
 
 # -- grid ------------------------------------------------------------------------------------
@@ -174,12 +182,22 @@ def test_tiles_label_shared_memory(views, session):
     assert (tiles.images["As"].image[:, 32] == 2).all()  # the pad column
     assert tiles.element("As", 1, 2) == f"A[{3 * 32 + 1},{ktile * 32 + 2}]"
     assert tiles.element("Bs", 1, 2) == f"B[{ktile * 32 + 1},{5 * 32 + 2}]"
+    assert tiles.element("As", 1, 32) == ""  # the padding column holds nothing
     assert tiles.images["A"].image[3, ktile] == 3 and tiles.images["B"].image[ktile, 5] == 3
-    assert "never read" in tiles.caption.text()
+    caption = tiles.caption.text()
+    assert "never read" in caption
+    k0 = ktile * 32
+    assert f"As[r][c] = A[96 + r, {k0} + c]" in caption  # derived from the store sites
+    assert f"Bs[r][c] = B[{k0} + r, 160 + c]" in caption
+    assert tiles.panels["As"].getAxis("left").labelText == "A row = 96 + row"
+    assert tiles.panels["As"].getAxis("bottom").labelText == f"k = {k0} + column"
+    assert "As[1][2] · word 35 · bank 3" in tiles.describe("As", 1, 2)  # 1 x 33 + 2
+    assert "word 1058" in tiles.describe("Bs", 0, 2)  # Bs starts after 32 x 33 words of As
+    assert "padding" in tiles.describe("As", 0, 32) and "holds" in tiles.describe("As", 0, 31)
 
 
 def test_tiles_transposed_and_edge_blocks(views, session):
-    trace = simulate("tiled_transposed", 100, 100, 100, tile=32, pad=0, level=3)
+    trace = simulate("tiled_transposed", 100, 100, 100, tile=32, pad=0)
     session.set_trace(trace)
     tiles = views[TilesView]
     gx, gy = trace.grid
@@ -190,6 +208,50 @@ def test_tiles_transposed_and_edge_blocks(views, session):
     assert tiles.element("As", 0, 5) == "0"  # A row 101 does not exist
     assert tiles.smem_texts["Bs"][0][10] == "0"  # B column 106 does not exist
     assert (tiles.images["As"].image == 1).any()
+    assert tiles.panels["As"].getAxis("left").labelText == f"k = {kt * 32} + row"
+    assert tiles.panels["As"].getAxis("bottom").labelText == "A row = 96 + column"
+    assert f"As[r][c] = A[96 + c, {kt * 32} + r]" in tiles.caption.text()
+
+
+def test_tiles_of_a_kernel_with_rectangular_arrays(views, session):
+    trace = simulate("register_tiling_1d", 128, 128, 64, BM=64, BN=64, BK=8, TM=8)
+    session.set_trace(trace)
+    tiles = views[TilesView]
+    session.select_block(trace.block_index(1, 1))
+    tiles._update()
+    k0 = max(tiles.ktile, 0) * 8
+    assert tiles.images["As"].image.shape == (64, 8) and tiles.images["Bs"].image.shape == (8, 64)
+    assert tiles.element("As", 5, 3) == f"A[{64 + 5},{k0 + 3}]"  # As[e / BK][e % BK]
+    assert tiles.element("Bs", 2, 7) == f"B[{k0 + 2},{64 + 7}]"
+    assert tiles.images["A"].image.shape == (2, 8)  # 2 block rows x 64 / 8 k-steps
+    assert f"As[r][c] = A[64 + r, {k0} + c]" in tiles.caption.text()
+    assert "no padding" in tiles.caption.text()
+
+
+def test_tiles_and_banks_take_any_number_of_shared_arrays(views, session, monkeypatch):
+    """A third array in the description gets its own panel and its own word names."""
+    tiled = registry.get_kernel("tiled")
+    extra = SharedArray("Cs", 4, 8, pad=1)  # staged by no store: every cell stays empty
+
+    def shared(p):
+        return (*tiled.shared(p), extra)
+
+    monkeypatch.setattr(registry, "kernels", lambda: {"tiled": dataclasses.replace(
+        tiled, shared=shared)})  # fmt: skip
+    trace = dataclasses.replace(sim("tiled", 256, 16, 1))  # a fresh copy: its own config
+    session.set_trace(trace)
+    tiles, banks = views[TilesView], views[BanksView]
+    assert list(tiles.labels) == ["As", "Bs", "Cs"]
+    assert tiles.images["Cs"].image.shape == (4, 9) and (tiles.images["Cs"].image == 2).all()
+    assert "no store of this k-tile writes it" in tiles.describe("Cs", 1, 2)
+    base = trace.config.array_bases["Cs"] // 4
+    assert base == 2 * 16 * 17
+    assert banks.word_name(base + 9 + 2) == "Cs[1][2]"
+    assert banks.word_name(17 + 3) == "As[1][3]" and banks.word_name(16 * 17) == "Bs[0][0]"
+    assert banks.word_name(base + 4 * 9) == f"word {base + 36}"  # past the last array
+    monkeypatch.undo()
+    session.set_trace(dataclasses.replace(trace))  # back to two arrays: the third panel goes
+    assert list(tiles.labels) == ["As", "Bs"] and "Cs" not in tiles.panels
 
 
 # -- banks -----------------------------------------------------------------------------------
@@ -226,6 +288,7 @@ def test_throughput_gains_a_point_per_run(views, session):
     assert len(view.scatter["sim"].data) == 2
     ticks = view.runs_plot.getAxis("bottom")._tickLevels[0]
     assert len(ticks) == 2 and "(sim)" in ticks[1][1]
+    assert [run.label for run in session.runs] == ["tiled T32 P0 (sim)", "naive T32 (sim)"]
     assert view.cublas_line.value() == pytest.approx(trace.manifest["stats"]["cublas_gflops"])
     assert peak_gflops(trace.manifest["device"])[0] == pytest.approx(66908.16)
     assert view.peak_line.value() == pytest.approx(66908.16)
@@ -243,7 +306,11 @@ def test_views_survive_a_naive_trace(views, session):
     session.set_playhead(mid(naive))
     assert views[BanksView].stack.currentIndex() == 0
     assert "no shared memory" in views[BanksView].placeholder.text()
-    assert not views[TilesView].no_smem.isHidden()
+    tiles = views[TilesView]
+    assert not tiles.no_smem.isHidden() and not tiles.labels  # no shared panels at all
+    for text in (tiles.caption.text(), tiles.legend.text):
+        assert "tile" not in text.replace("k-tile", "").lower()  # naive has no T x T tiles
+    assert "K = 512" in tiles.caption.text()
     grid = views[GridView].image.image
     assert (grid == BlockState.RUNNING).any()
     session.set_trace(sim("tiled", 512, 32, 0, level=1))  # phases but no probe
@@ -292,7 +359,7 @@ def test_every_view_string_is_translated():
 # -- speed -----------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_playback_speed_4096(qtbot, views, session):
-    trace = simulate("tiled", 4096, 4096, 4096, tile=32, pad=0, level=3)
+    trace = simulate("tiled", 4096, 4096, 4096, tile=32, pad=0)
     t0 = time.perf_counter()
     session.set_trace(trace)
     load_s = time.perf_counter() - t0

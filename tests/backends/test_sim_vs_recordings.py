@@ -1,28 +1,21 @@
 """The simulator against the real H200 recordings bundled in resources/traces."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from matviz.backends.contract import RunRequest
 from matviz.backends.simulator import simulate
 from matviz.core import banks, metrics
 from matviz.core.trace_io import load_trace
+from matviz.paths import TRACE_DIR
 
-TRACES = Path(__file__).resolve().parents[2] / "resources" / "traces"
-RECORDINGS = sorted(TRACES.glob("*.mvz"))
+RECORDINGS = sorted(TRACE_DIR.glob("*.mvz"))
 
 
 def _simulate_like(recorded, level=2):
     occ = recorded.manifest.get("occupancy") or {}
-    return simulate(
-        recorded.kernel,
-        *recorded.shape,
-        tile=recorded.params.get("tile"),
-        pad=recorded.params.get("pad"),
-        level=level,
-        registers=occ.get("registers"),
-    )
+    request = RunRequest(recorded.kernel, *recorded.shape, params=recorded.params, level=level)
+    return simulate(request, registers=occ.get("registers"))
 
 
 @pytest.fixture(scope="module", params=RECORDINGS, ids=[p.stem for p in RECORDINGS])
@@ -59,6 +52,14 @@ def test_blocks_per_sm_histogram_matches(pair):
     top = int(max(rec.max(), got.max())) + 1
     sms_per_count = np.bincount(got, minlength=top), np.bincount(rec, minlength=top)
     assert np.all(np.abs(sms_per_count[0] - sms_per_count[1]) <= 0.1 * n_sms)
+
+
+def test_same_occupancy_from_the_same_register_count(pair):
+    recorded, sim = pair
+    keys = ("blocks_per_sm", "limiter", "limits", "registers", "resident_blocks", "waves")
+    assert {k: sim.manifest["occupancy"][k] for k in keys} == {
+        k: recorded.manifest["occupancy"][k] for k in keys
+    }
 
 
 def _by_pad(kernel, tile):

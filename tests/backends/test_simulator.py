@@ -1,5 +1,7 @@
 """The simulator: schema, scheduling, phase marks, bank model, determinism, sampling, probe."""
 
+import dataclasses
+import itertools
 import json
 import math
 import time
@@ -7,49 +9,74 @@ import time
 import numpy as np
 import pytest
 
-from matviz.backends import simulator
-from matviz.backends.devices import DEVICE_DIR
+from matviz.backends import sim_model, simulator
+from matviz.backends.contract import RunRequest
+from matviz.backends.devices import DEVICE_DIR, load_device
+from matviz.backends.sim_model import vector_width
 from matviz.backends.simulator import schedule, simulate, site_costs
-from matviz.core import banks, metrics
-from matviz.core.catalog import CATALOG
+from matviz.core import access, banks, metrics, registry
+from matviz.core.kernel import KStep, Launch, Params, Phase, Work
+from matviz.core.registry import configure, get_kernel, kernels
 from matviz.core.trace import ARRAY_FIELDS, REQUIRED_MANIFEST_KEYS, SCHEMA_VERSION
 from matviz.errors import MatvizError
+from matviz.toolchain.nvcc import registers_for
 
 GEMM = 4096
+H200 = load_device("h200")
+REQUEST_FIELDS = {f.name for f in dataclasses.fields(RunRequest)}
 
 
-def sim(kernel="tiled", size=256, **kw):
+def request(kernel="tiled", size=256, **kw):
+    """A request: RunRequest's own fields by name, everything else a kernel parameter."""
+    fields = {k: kw.pop(k) for k in list(kw) if k in REQUEST_FIELDS}
+    return RunRequest(kernel, size, size, size, params=kw, **fields)
+
+
+def sim(kernel="tiled", size=256, device=None, registers=32, **kw):
     """Simulate with 32 registers (what nvcc reports for the seed kernels), independent of nvcc."""
-    kw.setdefault("registers", 32)
-    return simulate(kernel, size, size, size, **kw)
+    return simulate(request(kernel, size, **kw), device=device, registers=registers)
 
 
 def tflops(trace):
     return trace.manifest["stats"]["gflops"] / 1e3
 
 
+def _allowed(kernel, values):
+    try:
+        return kernel.resolve_params(values)
+    except MatvizError:
+        return None  # a constraint between parameters rules it out
+
+
 ALL_CONFIGS = [
     (name, params)
-    for name, spec in CATALOG.items()
-    for params in (
-        [{"tile": t} for t in spec.params["tile"]]
-        if "pad" not in spec.params
-        else [{"tile": t, "pad": p} for t in spec.params["tile"] for p in spec.params["pad"]]
-    )
+    for name, kernel in kernels().items()
+    for values in itertools.product(*(p.values for p in kernel.params))
+    if (params := _allowed(kernel, dict(zip(kernel.param_names, values, strict=True))))
 ]
 
 
 # -- schema -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("kernel", "params"), ALL_CONFIGS)
 def test_every_kernel_and_parameter_simulates(kernel, params):
-    trace = simulate(kernel, 100, 72, 80, level=3, **params)
+    req = RunRequest(kernel, 100, 72, 80, params=params, level=3)
+    try:
+        trace = simulate(req)
+    except MatvizError as exc:  # too many registers for one block: CUDA refuses it too
+        assert "its registers exceed what one SM has" in str(exc)
+        registers, _ = registers_for(req.config(), 2)
+        assert registers * req.config().threads > H200["regs_per_sm"]
+        return
     m = trace.manifest
     assert all(key in m for key in REQUIRED_MANIFEST_KEYS)
     assert m["backend"] == "sim" and trace.is_simulated
     assert trace.provenance == "simulated (NVIDIA H200 model)"
-    assert m["params"] == CATALOG[kernel].resolve_params(**params)
+    assert m["params"] == params
+    assert m["description"] == trace.config.describe()
     assert m["occupancy"]["blocks_per_sm"] >= 1
     assert trace.duration_ns > 0
+    assert trace.n_tiles == trace.config.n_steps
+    assert len(trace.probe) == (len(trace.config.program) if trace.config.sites else 0)
 
 
 def test_manifest_contents():
@@ -57,9 +84,10 @@ def test_manifest_contents():
     m = trace.manifest
     assert m["schema_version"] == SCHEMA_VERSION and m["dtype"] == "float32"
     assert (m["kernel"], m["M"], m["N"], m["K"], m["level"]) == ("tiled", 512, 512, 512, 2)
+    assert m["params"] == {"tile": 16, "pad": 0}
     assert m["device"]["name"] == "NVIDIA H200" and m["device"]["sm_count"] == 132
     assert m["device"]["clock_mhz"] == 1980 and "model" not in m["device"]
-    assert m["timer"] == {"name": "simulated", "resolution_ns": 1}
+    assert m["timer"]["name"] == "simulated" and m["timer"]["resolution_ns"] == 1
     assert m["geometry"] == {
         "grid": [32, 32],
         "block": [16, 16],
@@ -67,22 +95,53 @@ def test_manifest_contents():
         "warps": 8,
         "smem_bytes": 2048,
         "n_tiles": 32,
+        "registers": {"level_2": 32},
     }
     assert set(m["software"]) >= {"matviz", "numpy", "python"}
     stats = m["stats"]
     span = int(trace.blocks["end"].max())
     assert stats["span_ns"] == span and trace.blocks["start"].min() == 0
     assert stats["time_ms_median"] == stats["time_ms_min"] == stats["time_ms_max"] == span / 1e6
+    assert stats["repeats"] == 1
     assert stats["gflops"] == pytest.approx(2 * 512**3 / span)
     assert stats["cublas_gflops"] == pytest.approx(50_300)
     assert stats["pct_cublas"] == pytest.approx(100 * stats["gflops"] / 50_300)
     assert stats["rel_error"] is None and stats["overhead_pct"] is None
     assert stats["event_ms"] is None and stats["span_vs_event"] is None
-    assert m["sim_seed"] == 7
+    assert m["sampling"]["timeline_level"] == 2 and m["sampling"]["probe"] is None
+    assert m["flops"] == 2 * 512**3
+    assert m["global_bytes"]["formula"] == pytest.approx(2 * 512**3 / 16 * 4)
+    details = m["details"]
+    assert details["sim_seed"] == 7
     assert m["occupancy"]["limiter"] == "threads" and m["occupancy"]["registers"] == 32
-    assert "load_latency_ns" in m["model"]["constants"]
-    assert m["model"]["derived"]["blocks_per_sm_used"] == 8
+    assert m["occupancy"]["register_source"] == "given"
+    assert "load_latency_ns" in details["model"]["constants"]
+    derived = details["model"]["derived"]
+    assert derived["blocks_per_sm_used"] == 8
+    assert derived["step_bytes"] == 2 * 16 * 16 * 4  # the A and B tiles of one k-step
+    assert derived["load_widths"] == {"ld_As": 16, "ld_Bs": 4}
     assert json.loads(json.dumps(m)) == m  # JSON-able as it stands
+
+
+def test_registers_come_from_the_build_the_timeline_stands_for(monkeypatch):
+    # Issue 10: level 3's probes add registers the timed kernel does not have, so occupancy
+    # reads the level-2 build (level 1 for levels 0 and 1), as the recorder's timeline does.
+    asked = []
+
+    def fake(config, level):
+        asked.append(level)
+        return 64, "nvcc"
+
+    monkeypatch.setattr(simulator, "registers_for", fake)
+    for level in (0, 1, 2, 3):
+        trace = simulate(request(size=64, tile=32, level=level))
+        occ = trace.manifest["occupancy"]
+        # 64 x 32 = 2048 per warp -> 32 warps: one 1024-thread block.
+        assert (occ["registers"], occ["register_source"]) == (64, "nvcc")
+        assert occ["limiter"] == "registers"
+        timeline = trace.manifest["sampling"]["timeline_level"]
+        assert trace.manifest["geometry"]["registers"] == {f"level_{timeline}": 64}
+    assert asked == [1, 1, 2, 2]
 
 
 def test_saved_and_loaded_trace_is_identical(tmp_path):
@@ -175,7 +234,7 @@ def test_warps_wait_for_the_slowest_at_each_barrier():
     assert np.all(wait >= 0)
     assert np.all(wait[..., 0] <= loaded - issue) and np.all(wait[..., 1] <= computed - loaded)
     # a barrier passes barrier_ns after its slowest warp, which therefore waits just that
-    barrier = trace.manifest["model"]["constants"]["barrier_ns"]
+    barrier = trace.manifest["details"]["model"]["constants"]["barrier_ns"]
     assert np.all(np.abs(wait.min(axis=2) - barrier) <= 1)
 
 
@@ -198,35 +257,183 @@ def test_the_naive_kernel_has_blocks_only():
 
 
 # -- the bank and vectorisation model ------------------------------------------------------------
+def costs_of(kernel, tile, pad, cost=0.6):
+    return site_costs(configure(kernel, {"tile": tile, "pad": pad}, 64, 64, 64), cost)
+
+
 def test_seed_tiled_kernel_has_no_bank_conflicts():
-    costs = site_costs("tiled", 32, 0, 32, 0.6)
+    costs = costs_of("tiled", 32, 0)
     assert costs["store_factor"] == 1.0 and costs["bank_load_factor"] == 1.0
-    assert costs["ld_As_width"] == 16 and costs["load_factor"] < 1.0  # LDS.128 helps
-    rec = CATALOG["tiled"].access_records({"tile": 32, "pad": 0}, warp=5)
+    assert costs["load_widths"] == {"ld_As": 16, "ld_Bs": 4}
+    assert costs["load_factor"] < 1.0  # LDS.128 helps
+    rec = access.access_records(configure("tiled", {"tile": 32, "pad": 0}, 64, 64, 64), warp=5)
     assert np.all(banks.conflict_degree(rec["offsets"], 4) == 1)
 
 
 def test_transposed_store_conflicts_at_pad_0_only():
-    conflicted = site_costs("tiled_transposed", 32, 0, 32, 0.6)
-    padded = site_costs("tiled_transposed", 32, 1, 32, 0.6)
+    conflicted = costs_of("tiled_transposed", 32, 0)
+    padded = costs_of("tiled_transposed", 32, 1)
     assert conflicted["store_factor"] == (32 + 1) / 2  # st_As 32-way, st_Bs clean
     assert padded["store_factor"] == 1.0 and padded["bank_load_factor"] == 1.0
 
 
+def test_lds128_cost_applies_per_vectorised_load_instance():
+    # T=32 PAD 0: per warp 32 ld_As (LDS.128, cost c) + 32 ld_Bs (cost 1), no conflicts.
+    assert costs_of("tiled", 32, 0, cost=0.6)["load_factor"] == pytest.approx((0.6 + 1) / 2)
+    # PAD 2: LDS.64 costs sqrt(c)
+    assert costs_of("tiled", 32, 2, cost=0.6)["load_factor"] == pytest.approx((0.6**0.5 + 1) / 2)
+    assert costs_of("tiled", 32, 1, cost=0.6)["load_factor"] == 1.0
+
+
+def test_site_costs_are_cached_and_not_shared():
+    a = costs_of("tiled", 16, 0)
+    a["load_widths"]["ld_As"] = 99
+    assert costs_of("tiled", 16, 0)["load_widths"]["ld_As"] == 16
+
+
 @pytest.mark.parametrize(
-    ("kernel", "pad", "width"),
+    ("kernel", "tile", "pad", "width"),
     [
-        ("tiled", 0, 16),
-        ("tiled", 1, 4),
-        ("tiled", 2, 8),
-        ("tiled", 4, 16),
-        ("tiled_transposed", 0, 4),
-        ("tiled_transposed", 4, 4),
+        ("tiled", 32, 0, 16),
+        ("tiled", 32, 1, 4),
+        ("tiled", 32, 2, 8),
+        ("tiled", 32, 4, 16),
+        ("tiled", 8, 2, 8),
+        ("tiled_transposed", 32, 0, 4),
+        ("tiled_transposed", 32, 4, 4),
     ],
 )
-def test_ld_as_vector_width_matches_nvcc(kernel, pad, width):
+def test_ld_as_vector_width_matches_nvcc(kernel, tile, pad, width):
     # nvcc -arch=sm_90 emits ld.shared.v4 at PAD 0/4, v2 at PAD 2, scalar otherwise.
-    assert site_costs(kernel, 32, pad, 32, 0.6)["ld_As_width"] == width
+    config = configure(kernel, {"tile": tile, "pad": pad}, 64, 64, 64)
+    assert vector_width(config, "ld_As") == width
+    assert vector_width(config, "ld_Bs") == 4  # walks a column: never merges
+    assert vector_width(config, "st_As") == 4  # a store, once per k-step
+
+
+# -- the model reads descriptions, not names -------------------------------------------------------
+RENAMED = {"st_As": "put_a", "st_Bs": "put_b", "ld_As": "row_a", "ld_Bs": "col_b"}
+
+
+def fixed_tile_kernel(tile=16):
+    """02_tiled at T=``tile`` PAD 0 as a description with no parameters and other site names."""
+    base = get_kernel("tiled")
+    p = Params(base.resolve_params({"tile": tile, "pad": 0}))
+
+    def frozen(fn):  # the base description's function at the frozen parameters
+        return None if fn is None else (lambda th, _: fn(th, p))
+
+    sites = tuple(
+        dataclasses.replace(
+            s, name=RENAMED[s.name], at=frozen(s.at), source=frozen(s.source), repeat=tile if
+            callable(s.repeat) else s.repeat
+        )
+        for s in base.sites
+    )  # fmt: skip
+    return dataclasses.replace(
+        base,
+        name="fixed16",
+        number=99,
+        params=(),
+        launch=lambda _, M, N, K: base.launch(p, M, N, K),
+        shared=lambda _: base.shared(p),
+        sites=sites,
+        kstep=dataclasses.replace(base.kstep, depth=tile),
+        work=Work(
+            formula=base.work.formula,
+            formula_bytes=lambda _, M, N, K: base.work.formula_bytes(p, M, N, K),
+            issued_bytes=lambda _, M, N, K: base.work.issued_bytes(p, M, N, K),
+        ),
+    )
+
+
+@pytest.fixture
+def extra_kernels(monkeypatch):
+    """Register descriptions for one test, the way kernels/NN_name.py files would be."""
+    known = dict(kernels())
+
+    def add(*descriptions):
+        for k in descriptions:
+            known[k.name] = k
+
+    monkeypatch.setattr(registry, "kernels", lambda: known)
+    return add
+
+
+def test_a_parameter_free_description_simulates_like_its_parameterised_twin(extra_kernels):
+    extra_kernels(fixed_tile_kernel(16))
+    config = configure("fixed16", {}, 512, 512, 512)
+    costs, twin = site_costs(config, 0.6), costs_of("tiled", 16, 0)
+    assert costs["load_widths"] == {"row_a": 16, "col_b": 4}  # found at the renamed site
+    assert {k: v for k, v in costs.items() if k != "load_widths"} == {
+        k: v for k, v in twin.items() if k != "load_widths"
+    }
+    fixed = sim("fixed16", 512, level=3, seed=3)
+    tiled = sim("tiled", 512, level=3, seed=3, tile=16, pad=0)
+    assert fixed.manifest["params"] == {}
+    for name in ("blocks", "phase_blocks", "issue", "loaded", "computed", "barrier_wait"):
+        np.testing.assert_array_equal(getattr(fixed, name), getattr(tiled, name))
+    np.testing.assert_array_equal(fixed.probe["offsets"], tiled.probe["offsets"])
+    assert list(fixed.probe["site"][:3]) == ["put_a", "put_b", "row_a"]
+
+
+# Bs stored transposed (Bs[tx][ty]) and read along a row (Bs[tx][k])
+B_TRANSPOSED = {
+    "st_Bs": {"at": lambda th, p: (th.tx, th.ty)},
+    "ld_Bs": {"at": lambda th, p: (th.tx, th.k)},
+}
+
+
+def test_any_load_site_that_walks_a_row_vectorises(extra_kernels):
+    # A kernel no code knows: 02_tiled with B's tile transposed. Its B loads now walk a row, so
+    # the generic rule finds LDS.128 there too.
+    base = get_kernel("tiled")
+    sites = tuple(dataclasses.replace(s, **B_TRANSPOSED.get(s.name, {})) for s in base.sites)
+    extra_kernels(dataclasses.replace(base, name="b_transposed", number=98, sites=sites))
+    for pad, width in ((0, 16), (1, 4), (2, 8), (4, 16)):
+        config = configure("b_transposed", {"tile": 32, "pad": pad}, 64, 64, 64)
+        assert vector_width(config, "ld_Bs") == vector_width(config, "ld_As") == width
+    costs = site_costs(configure("b_transposed", {"tile": 32, "pad": 0}, 64, 64, 64), 0.6)
+    assert costs["load_widths"] == {"ld_As": 16, "ld_Bs": 16}
+    # ... but its lanes read 32 rows of one bank at PAD 0: both costs apply, per instance
+    assert costs["bank_load_factor"] == (1 + 32) / 2
+    assert costs["load_factor"] == pytest.approx(0.6 * (1 + 32) / 2)
+    assert costs["store_factor"] == (1 + 32) / 2
+    both = sim("b_transposed", 1024, tile=32, pad=1, level=1)
+    one = sim("tiled", 1024, tile=32, pad=1, level=1)
+    assert both.duration_ns == one.duration_ns  # PAD 1: same costs, same schedule
+
+
+def test_a_kstep_the_model_cannot_draw_is_refused(extra_kernels):
+    base = get_kernel("tiled")
+    one_phase = KStep(
+        depth=lambda p: p.tile,
+        channels=(("loaded", "computed"),),
+        phases=(Phase("compute", "loaded", "computed", "computing", barrier="__syncthreads"),),
+    )
+    extra_kernels(dataclasses.replace(base, name="one_phase", number=97, kstep=one_phase))
+    with pytest.raises(MatvizError, match="one_phase has another k-step") as info:
+        sim("one_phase", 256, tile=16)
+    assert "\n" not in str(info.value)
+
+
+def test_a_kernel_without_ksteps_uses_k_and_threads(extra_kernels):
+    # 01_naive at twice the threads per block (a 32 x 16 block computing a 32 x 16 tile).
+    base = get_kernel("naive")
+    wide = dataclasses.replace(
+        base,
+        name="wide",
+        number=96,
+        launch=lambda p, M, N, K: Launch(
+            grid=(-(-N // 32), -(-M // p.tile)), block=(32, p.tile), c_tile=(p.tile, 32)
+        ),
+    )
+    extra_kernels(wide)
+    narrow, wider = (sim(k, 2048, tile=16, level=1) for k in ("naive", "wide"))
+    model = [t.manifest["details"]["model"]["derived"] for t in (narrow, wider)]
+    assert model[0]["n_tiles"] == model[1]["n_tiles"] == 0
+    assert model[1]["warps"] == 2 * model[0]["warps"]
+    assert len(wider.blocks) == len(narrow.blocks) // 2
 
 
 def test_transposed_pad_0_is_slower_than_pad_1():
@@ -290,7 +497,8 @@ def test_probe_is_the_access_model(kernel):
     trace = sim(
         kernel, 256, tile=16, pad=1, level=3, probe_block=(3, 2), probe_warp=5, probe_ktile=4
     )
-    expected = CATALOG[kernel].access_records({"tile": 16, "pad": 1}, 5, (3, 2), 4)
+    config = configure(kernel, {"tile": 16, "pad": 1}, 256, 256, 256)
+    expected = access.access_records(config, 5, (3, 2), 4)
     np.testing.assert_array_equal(trace.probe, expected)
     assert trace.manifest["sampling"]["probe"] == {"block": [3, 2], "warp": 5, "ktile": 4}
 
@@ -309,14 +517,24 @@ def test_probe_is_the_access_model(kernel):
         ({"seed": -1}, "seed must be"),
         ({"budget_bytes": 0}, "budget_bytes must be"),
         ({"device": "rtx9999"}, "unknown device"),
+        ({"registers": 0}, "registers must be"),
+        ({"registers": 2.5}, "registers must be"),
     ],
 )
 def test_bad_input_raises_one_line_matviz_errors(kwargs, needle):
     kernel, size = kwargs.pop("kernel", "tiled"), kwargs.pop("size", 256)
     kwargs.setdefault("tile", 16)
     with pytest.raises(MatvizError, match=needle) as info:
-        simulate(kernel, size, size, size, **kwargs)
+        sim(kernel, size, **kwargs)
     assert "\n" not in str(info.value)
+
+
+def test_shared_memory_is_checked_against_the_device(tmp_path):
+    data = json.loads((DEVICE_DIR / "h200.json").read_text())
+    data["smem_per_block"] = 4096  # below T=32's 8 KiB of tiles
+    with pytest.raises(MatvizError, match="8192 bytes of shared memory .* limit of 4096"):
+        sim(size=256, tile=32, device=data)
+    assert sim(size=256, tile=16, device=data).manifest["geometry"]["smem_bytes"] == 2048
 
 
 def test_an_edited_device_file_is_the_modelled_gpu(tmp_path):
@@ -341,7 +559,7 @@ def test_a_block_that_fits_no_sm_is_refused(tmp_path):
 
 
 def test_the_4096_t32_trace_simulates_within_two_seconds():
-    simulator.site_costs.cache_clear()
+    sim_model.clear_site_costs()
     t0 = time.perf_counter()
     trace = sim(size=GEMM, tile=32, level=2)
     elapsed = time.perf_counter() - t0

@@ -5,6 +5,7 @@ import pytest
 
 from matviz.backends import trace_decode
 from matviz.core import access
+from matviz.core.registry import configure
 
 NS_PER_CYCLE = 1e3 / 1980  # a 1980 MHz SM clock
 
@@ -68,19 +69,30 @@ def test_marks_are_clamped_inside_their_block():
     assert trace_decode.saturated_spans(raw) == 1
 
 
-def test_probe_rows_follow_the_kernel_site_order():
-    tile = 8
-    model = access.access_records("tiled_transposed", tile, 1, 1)
-    raw = np.full((1 + len(model), 32), 0xFFFFFFFF, np.uint32)
+def test_probe_slots_are_site_major_and_decode_into_program_order():
+    # The .cu writes slot MV_SITE_<site> + k; the trace lists accesses in program order.
+    config = configure("tiled_transposed", {"tile": 8, "pad": 1}, 40, 40, 40)
+    model = access.access_records(config, 1)
+    raw = np.full((1 + config.probe_slots, 32), 0xFFFFFFFF, np.uint32)
     raw[0, 0] = 1024
-    raw[1:] = model["offsets"].astype(np.int64) % 2**32
-    records, base = trace_decode.decode_probe(raw, tile)
+    for site, k, offsets in zip(model["site"], model["k"], model["offsets"], strict=True):
+        raw[1 + config.site(site).slot + k] = offsets.astype(np.int64) % 2**32
+    records, base = trace_decode.decode_probe(raw, config)
     assert base == 1024
     np.testing.assert_array_equal(records, model)
+    # st_As, st_Bs, then ld_As k, ld_Bs k interleaved, while ld_Bs's slots follow all of ld_As's
+    assert list(records["site"][:4]) == ["st_As", "st_Bs", "ld_As", "ld_Bs"]
+    assert config.site("ld_Bs").slot == 2 + 8
+
+
+def test_a_probe_buffer_of_the_wrong_size_is_refused():
+    config = configure("tiled", {"tile": 8}, 40, 40, 40)
+    with pytest.raises(ValueError, match="probe buffer has shape"):
+        trace_decode.decode_probe(np.zeros((3, 32), np.uint32), config)
 
 
 def test_barrier_waits_are_cycles_times_the_clock_period():
     raw = np.array([[[[100, 0], [0, 1980]]]], np.uint32)  # 1 row, 1 tile, 2 warps
-    blocks, wait = trace_decode.decode_waits(raw, 4, 1, 2, NS_PER_CYCLE, n_blocks=3)
+    blocks, wait = trace_decode.decode_waits(raw, 4, 1, 2, 2, NS_PER_CYCLE, n_blocks=3)
     np.testing.assert_array_equal(blocks, [0])
     np.testing.assert_array_equal(wait, [[[[51, 0], [0, 1000]]]])

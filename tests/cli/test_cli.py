@@ -7,8 +7,11 @@ import sys
 import pytest
 
 from matviz import cli
+from matviz.backends.contract import MAX_BUDGET_MIB
 from matviz.backends.cuda_status import cuda_status
+from matviz.core import registry
 from matviz.core.trace_io import load_trace
+from matviz.errors import MatvizError
 
 NO_CUDA = not cuda_status()[0]
 
@@ -26,12 +29,16 @@ def assert_one_line_error(code, err, fragment):
     assert lines[0].startswith("matviz: error: ") and fragment in lines[0], err
 
 
-def test_kernels_lists_every_catalog_entry(capsys):
+def test_kernels_lists_every_description_and_its_parameters(capsys):
     code, out, _ = run(capsys, "kernels")
     assert code == 0
     for stem in ("01_naive", "02_tiled", "03_tiled_transposed"):
         assert stem in out
-    assert "--pad 0|1|2|4" in out
+    assert "--pad 0|1|2|4 (default 0)  extra shared-memory columns per tile row" in out
+    for kernel in registry.kernels().values():
+        assert kernel.stem in out and kernel.sections in out and kernel.source.name in out
+        for p in kernel.params:
+            assert f"{p.option} {'|'.join(map(str, p.values))} (default {p.default})" in out
 
 
 def test_info_names_the_backends(capsys):
@@ -103,6 +110,11 @@ def test_cuda_backend_without_cuda_is_one_line(tmp_path, capsys):
         (["record", "tiled", "-M", "70000", "-K", "70000"], "32-bit indexing"),
         (["record", "nope"], "unknown kernel 'nope'"),
         (["record", "tiled", "--level", "5"], "invalid choice"),
+        (["record", "tiled", "--tile", "x"], "'x' is not a whole number"),
+        (["record", "tiled", "--budget-mib", str(MAX_BUDGET_MIB + 1)], f"and {MAX_BUDGET_MIB}"),
+        (["record", "tiled", "--budget-mib", "0"], "must be between 1"),
+        (["record", "tiled", "--probe-block", "99,0"], "probe block (99, 0) is outside"),
+        (["record", "tiled", "--probe-warp", "64"], "probe warp 64 is outside"),
         (["frobnicate"], "invalid choice"),
     ],
 )
@@ -123,6 +135,45 @@ def test_unwritable_output_fails_before_running(tmp_path, capsys):
     assert_one_line_error(code, err, "does not exist")
     code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(tmp_path / "t.txt"))
     assert_one_line_error(code, err, "must end in .mvz")
+
+
+def test_output_names_are_checked_before_running(tmp_path, capsys, monkeypatch):
+    from matviz.backends import contract
+
+    ran = []
+    monkeypatch.setattr(contract, "run", lambda request: ran.append(request))
+    newline = tmp_path / "two\nlines.mvz"
+    code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(newline))
+    assert_one_line_error(code, err, "line break")
+    assert "two\\nlines.mvz" in err  # shown escaped, not split
+    missing = tmp_path / "no\nsuch" / "t.mvz"
+    code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(missing))
+    assert_one_line_error(code, err, "line break")
+    long = tmp_path / ("x" * 250 + ".mvz")
+    code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(long))
+    assert_one_line_error(code, err, "too long")
+    (tmp_path / "dir.mvz").mkdir()
+    code, _, err = run(
+        capsys, "record", "tiled", "--backend", "sim", "-o", str(tmp_path / "dir.mvz")
+    )
+    assert_one_line_error(code, err, "is a folder")
+    assert not ran and sorted(p.name for p in tmp_path.iterdir()) == ["dir.mvz"]
+
+
+def test_every_error_message_is_one_line_whatever_it_holds(capsys, monkeypatch):
+    from matviz.cli import show
+
+    def fails(_args):
+        raise MatvizError("first\nsecond")
+
+    monkeypatch.setattr(show, "run", fails)
+    code, _, err = run(capsys, "show", "x.mvz")
+    assert_one_line_error(code, err, "first\\nsecond")
+
+
+def test_help_exits_cleanly(capsys):
+    code, out, _ = run(capsys, "record", "--help")
+    assert code == 0 and "--tile T" in out and "--budget-mib" in out
 
 
 def test_existing_trace_survives_a_failed_record(tmp_path, capsys):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from matviz.core import registry
 from matviz.core.trace import PROBE_DTYPE, SCHEMA_VERSION, Trace, make_blocks
 
 TILE = 16
@@ -49,19 +50,21 @@ def build_trace(
     blocks["start"] = starts * time_scale
     blocks["end"] = (starts + durations) * time_scale
 
+    config = registry.configure("tiled", {"tile": TILE}, gy * TILE, gx * TILE, tiles * TILE)
     manifest = {
         "schema_version": SCHEMA_VERSION,
-        "kernel": "tiled",
-        "params": {"tile": TILE},
-        "M": gy * TILE,
-        "N": gx * TILE,
-        "K": tiles * TILE,
+        "kernel": config.kernel.name,
+        "params": dict(config.params),
+        "M": config.M,
+        "N": config.N,
+        "K": config.K,
         "dtype": "float32",
         "backend": "sim",
+        "level": 3 if (warps or probe) else 2,
+        "description": config.describe(),
         "device": {"name": "Test GPU", "sm_count": n_sms},
         "timer": "globaltimer",
-        "level": 3 if (warps or probe) else 2,
-        "geometry": {"grid": [gx, gy], "block": [TILE, TILE]},
+        "geometry": {"grid": list(config.grid), "block": list(config.block)},
         "sampling": {"phase_blocks": "all" if sample is None else sample},
         "software": {"matviz": "test"},
         "stats": {"time_ms_median": 0.25, "time_ms": [0.25, 0.26]},
@@ -85,7 +88,7 @@ def build_trace(
             kwargs.update(warp_blocks=warp_rows, barrier_wait=wait.astype(np.int64))
     if probe:
         rec = np.zeros(4, PROBE_DTYPE)
-        rec["site"] = ["store_A", "store_B", "load_A", "load_B"]
+        rec["site"] = ["st_As", "st_Bs", "ld_As", "ld_Bs"]  # the sites of the tiled description
         rec["k"] = [0, 0, 3, 3]
         rec["kind"] = ["store", "store", "load", "load"]
         rec["width"] = [4, 4, 4, 16]

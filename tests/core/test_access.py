@@ -1,4 +1,4 @@
-"""Shared-memory access models, checked against hand-worked lanes, words and banks."""
+"""Access models evaluated from the kernel descriptions, checked against hand-worked lanes."""
 
 from __future__ import annotations
 
@@ -6,12 +6,29 @@ import numpy as np
 import pytest
 
 from matviz.core import access, banks
-from matviz.core.access import access_records, lane_offsets, site_order
-from matviz.core.catalog import get_kernel
+from matviz.core.registry import configure, kernels
 
 SEED_TILED = ("tiled", "tiled_transposed")
 TILES = (8, 16, 32)
 PADS = (0, 1, 2, 4)
+
+
+def _config(kernel: str, tile: int, pad: int):
+    params = {"tile": tile, "pad": pad} if kernel != "naive" else {"tile": tile}
+    return configure(kernel, params, 64, 64, 64)
+
+
+def lane_offsets(kernel: str, tile: int, pad: int, warp: int, site: str, k: int = 0):
+    return access.lane_offsets(_config(kernel, tile, pad), site, warp, k)
+
+
+def access_records(kernel: str, tile: int, pad: int, warp: int):
+    return access.access_records(_config(kernel, tile, pad), warp)
+
+
+def site_order(tile: int) -> list[tuple[str, int]]:
+    """The seed kernels' program: both stores, then the inner loop, As then Bs for each k."""
+    return [("st_As", 0), ("st_Bs", 0)] + [(s, k) for k in range(tile) for s in ("ld_As", "ld_Bs")]
 
 
 def _warps(tile: int) -> range:
@@ -135,8 +152,8 @@ def test_stores_cover_each_tile_once_and_bs_follows_as(kernel: str, tile: int, p
     assert sorted(st_as.tolist()) == sorted(cells)
     assert sorted((st_bs - bs_base).tolist()) == sorted(cells)
     assert st_bs.min() == bs_base
-    # Nothing reaches past the shared memory the catalog reserves.
-    smem = get_kernel(kernel).geometry({"tile": tile, "pad": pad}, 64, 64, 64).smem_bytes
+    # Nothing reaches past the shared memory the description reserves.
+    smem = _config(kernel, tile, pad).smem_bytes
     assert st_bs.max() + 4 <= smem
 
 
@@ -169,13 +186,39 @@ def test_warps_past_the_block_are_inactive() -> None:
 
 def test_naive_kernel_has_no_records() -> None:
     assert len(access_records("naive", 16, 0, 0)) == 0
-    spec = get_kernel("naive")
-    assert len(spec.access_records(spec.resolve_params(), warp=0)) == 0
-    assert "naive" not in access.model_kernels()
-    assert set(access.model_kernels()) == set(SEED_TILED)
+    modelled = {name for name, k in kernels().items() if k.sites}
+    assert "naive" not in modelled
+    assert modelled == set(SEED_TILED)
 
 
-def test_catalog_access_records_use_the_kernel_parameters() -> None:
-    spec = get_kernel("tiled_transposed")
-    records = spec.access_records(spec.resolve_params(tile=32, pad=0), warp=3)
+def test_records_use_the_kernel_parameters() -> None:
+    records = access_records("tiled_transposed", 32, 0, 3)
     assert _degree(records["offsets"][0]) == 32  # st_As, the transposed store
+
+
+@pytest.mark.parametrize("kernel", SEED_TILED)
+@pytest.mark.parametrize(("tile", "pad"), [(8, 1), (32, 0)])
+def test_stores_copy_the_block_s_tile_of_a_and_b(kernel: str, tile: int, pad: int) -> None:
+    # Block (1, 2) at k-step 3 of a 100 x 90 x 130 GEMM: As holds A[2T + i][3T + j] and Bs
+    # holds B[3T + i][T + j]; for the transposed kernel As[j][i] holds A[2T + i][3T + j].
+    config = configure(kernel, {"tile": tile, "pad": pad}, 100, 90, 130)
+    block, t = (1, 2), 3
+    for site, array, rows0, cols0 in (("st_As", "A", 2 * tile, t * tile),
+                                      ("st_Bs", "B", t * tile, tile)):  # fmt: skip
+        seen = set()
+        for warp in range(config.warps):
+            lanes = config.lanes(warp, block, t)
+            row, col, inside = access.global_elements(config, site, warp, block, t)
+            offsets = access.lane_offsets(config, site, warp, 0, block, t)
+            stride = config.array(site[3:]).stride
+            local = (offsets[lanes.active] - config.array_bases[site[3:]]) // 4
+            r, c = local // stride, local % stride
+            if kernel == "tiled_transposed" and site == "st_As":
+                r, c = c, r
+            assert np.array_equal(row[lanes.active], rows0 + r)
+            assert np.array_equal(col[lanes.active], cols0 + c)
+            limit = {"A": (100, 130), "B": (130, 90)}[array]
+            expected_inside = (row < limit[0]) & (col < limit[1]) & lanes.active
+            assert np.array_equal(inside, expected_inside)
+            seen |= set(zip(row[lanes.active].tolist(), col[lanes.active].tolist(), strict=True))
+        assert len(seen) == tile * tile

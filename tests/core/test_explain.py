@@ -4,17 +4,23 @@ import dataclasses
 import json
 import re
 import string
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from matviz.backends.simulator import simulate
-from matviz.core import banks
+from matviz.backends.contract import RunRequest, run
+from matviz.core import banks, registry
 from matviz.core.explain import TEMPLATES, Explanation, explain, fmt_ns, trace_facts
+from matviz.core.explain_texts import LIMITERS
 from matviz.core.timeline import BlockState, Timeline
+from matviz.paths import I18N_DIR
 
-ZH_PATH = Path(__file__).resolve().parents[2] / "resources" / "i18n" / "zh_CN_explain.json"
+ZH_PATH = I18N_DIR / "zh_CN_explain.json"
+
+
+def simulate(kernel: str, M: int, N: int, K: int, level: int = 2, budget_bytes=None, **params):
+    extra = {} if budget_bytes is None else {"budget_bytes": budget_bytes}
+    return run(RunRequest(kernel, M, N, K, params=params, level=level, **extra))
 
 
 def fields(text: str) -> set[str]:
@@ -105,10 +111,12 @@ def test_loading_names_sm_ktile_and_reuse_numbers(sim):
     assert f"({bx}, {by})" in e.title and f"t = {k}" in e.title
     assert f"SM {sm}" in e.body and f"t = {k} of {trace.n_tiles}" in e.body
     assert "256 threads" in e.body and "__syncthreads" in e.body
+    assert "copy 256 elements of A and 256 of B into shared memory (As, Bs)" in e.body
     assert "512 floats" in e.body and "4096 FMAs" in e.body  # lesson §13 at T = 16
+    assert "used 16 times" in e.body and "2mnk/T × 4 B" in e.body  # the description's formula
     assert "§11" in e.concept
     assert e.numbers["sm"] == sm and e.numbers["ktile"] == k and e.numbers["state"] == "loading"
-    assert e.numbers["loads_per_tile"] == 512 and e.numbers["fmas_per_tile"] == 4096
+    assert e.numbers["loads_per_step"] == 512 and e.numbers["fmas_per_step"] == 4096
     begin, end = tl.phase_span(block, t)
     assert e.numbers["phase_ns"] == end - begin > 0
     assert fmt_ns(end - begin) in e.body
@@ -123,7 +131,8 @@ def test_computing_mentions_register_and_second_barrier(sim):
     block = 5
     t = time_in_state(tl, block, BlockState.COMPUTING)
     e = explain(trace, tl, block, t)
-    assert "16 products" in e.body and "register" in e.body and "second __syncthreads" in e.body
+    assert "16 products" in e.body and "from As, Bs" in e.body and "register" in e.body
+    assert "second __syncthreads" in e.body
     assert "§12" in e.concept
 
 
@@ -202,9 +211,11 @@ def test_naive_kernel_reads_global_memory():
     block = len(trace.blocks) - 1  # by = 6 holds rows 96..111: only 4 inside M = 100
     t = int(trace.blocks["start"][block] + trace.blocks["end"][block]) // 2
     e = explain(trace, tl, block, t)
-    assert "2·K = 96 loads" in e.body and "global memory" in e.body
+    assert "naive kernel" in e.body and "96 loads for 48 multiply-adds" in e.body  # 2K for K
+    assert "global memory" in e.body and "2mnk × 4 B" in e.body and "k-tile of" not in e.body
     assert "only 4 of its 16 rows" in e.body and "(row < M && col < N)" in e.body
-    assert "§4-5" in e.concept
+    assert "values of K" not in e.body  # no k-steps: no partial last k-tile either
+    assert "§4-5" in e.concept and "loads_per_step" not in e.numbers
 
 
 def test_edge_block_sentence():
@@ -244,7 +255,8 @@ def test_facts_of_a_simulated_trace(sim):
         f"{stats['gflops']:.1f} GFLOP/s" in text and f"{stats['pct_cublas']:.1f}% of cuBLAS" in text
     )
     occ = trace.manifest["occupancy"]
-    assert f"{occ['blocks_per_sm']} blocks fit on one SM" in text and "registers per SM" in text
+    assert f"{occ['blocks_per_sm']} blocks fit on one SM" in text
+    assert f"limited by {LIMITERS[occ['limiter']]}" in text
     assert "2.05 KB of shared memory" in text  # 2 x 16 x 16 x 4 B
     assert "free of bank conflicts" in text  # tiled, PAD 0: the probe's loads broadcast
 
@@ -255,7 +267,8 @@ def test_facts_show_padding_and_the_worst_conflict():
     text = " ".join(trace_facts(trace))
     assert worst > 1 and f"{worst}-way" in text
     padded = " ".join(trace_facts(simulate("tiled", 128, 128, 128, tile=32, pad=1, level=3)))
-    assert "(32 + 1)" in padded and "256 B is padding" in padded
+    assert "As[32][32 + 1], Bs[32][32 + 1]" in padded and "256 B is padding" in padded
+    assert "As[32][32], Bs[32][32]" in text and "padding" not in text
 
 
 def test_facts_of_a_recorded_trace(make_trace):
@@ -265,5 +278,24 @@ def test_facts_of_a_recorded_trace(make_trace):
     assert "simulated" not in text.lower() and "Recorded on Test GPU" in text
     assert "6 waves" in text  # 12 blocks, 2 at a time
     naive = simulate("naive", 64, 64, 64, tile=16, level=1)
-    assert any("no shared memory" in f for f in trace_facts(naive))
+    naive_facts = " ".join(trace_facts(naive))
+    assert "naive kernel uses no shared memory" in naive_facts
+    assert "lesson's formula 2mnk × 4 B gives 2.10 MB" in naive_facts  # 2 x 64^3 x 4 B
     assert fmt_ns(512) == "512 ns" and fmt_ns(12_345) == "12.35 µs"
+
+
+def test_texts_follow_the_description_not_the_name(make_trace, monkeypatch):
+    """A description changed in its module changes the explanations; no name decides them."""
+    import dataclasses
+
+    tiled = registry.get_kernel("tiled")
+    work = dataclasses.replace(tiled.work, formula="FORMULA-X")
+    changed = dataclasses.replace(tiled, work=work, shared=lambda p: (), sites=())
+    monkeypatch.setattr(registry, "kernels", lambda: {"tiled": changed})
+    trace = make_trace()
+    assert not trace.config.uses_shared
+    facts = " ".join(trace_facts(trace))
+    assert "FORMULA-X" in facts and "tiled kernel uses no shared memory" in facts
+    tl = Timeline(trace)
+    body = explain(trace, tl, 0, int(trace.loaded[0, 0]) - 1).body
+    assert "No data reuse through shared memory" in body and "FORMULA-X" in body

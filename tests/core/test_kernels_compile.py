@@ -1,4 +1,4 @@
-"""Every catalog kernel compiles for sm_90 at every parameter combination and trace level.
+"""Every registered kernel compiles for sm_90 at every parameter combination and trace level.
 
 The whole matrix is built once (module fixture, two nvcc processes at a time); each test then
 asserts on the shared results. ``pytest -s`` shows the register/spill table.
@@ -6,7 +6,7 @@ asserts on the shared results. ``pytest -s`` shows the register/spill table.
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import re
 import shutil
 import time
@@ -14,18 +14,22 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from matviz.core import catalog, compile_report
-from matviz.core.catalog import CATALOG, LEVELS, KernelSpec, get_kernel
-from matviz.core.compile_report import (
+from matviz.core.kernel import LEVELS, Kernel
+from matviz.core.registry import get_kernel, kernels
+from matviz.errors import MatvizError
+from matviz.paths import KERNEL_DIR
+from matviz.toolchain import nvcc as compile_report
+from matviz.toolchain.nvcc import (
     CompileReport,
     compile_flags,
-    defines,
     nvcc_path,
     parse_ptxas,
     ptx,
     registers_for,
 )
-from matviz.errors import MatvizError
+
+CATALOG = kernels()
+SHAPE = (1000, 777, 333)  # shared memory and the code do not depend on the shape
 
 _no_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not on PATH")
 
@@ -38,12 +42,12 @@ def needs_nvcc(test):
 ParamKey = tuple[tuple[str, int], ...]
 
 
-def _configs(spec: KernelSpec) -> list[ParamKey]:
-    names = sorted(spec.params)
-    return [
-        tuple(zip(names, values, strict=True))
-        for values in itertools.product(*(spec.params[n] for n in names))
-    ]
+def _configs(spec: Kernel) -> list[ParamKey]:
+    return [tuple(params.items()) for params in spec.configurations()]
+
+
+def _config(name: str, params):
+    return get_kernel(name).configure(dict(params), *SHAPE)
 
 
 MATRIX = [
@@ -53,30 +57,30 @@ MATRIX = [
     for level in LEVELS
 ]
 KERNEL_LEVELS = [(name, level) for name in CATALOG for level in LEVELS]
-TILED = [name for name, spec in CATALOG.items() if spec.uses_shared]
+TILED = [name for name in CATALOG if _config(name, {}).uses_shared]
 
 
 def _build(item: tuple[str, ParamKey, int]) -> CompileReport | MatvizError:
     name, params, level = item
     try:
-        return compile_report.compile_report(get_kernel(name), dict(params), level)
+        return compile_report.compile_report(_config(name, params), level)
     except MatvizError as exc:  # kept, so one broken build fails one test, not the module
         return exc
 
 
 def _print_table(results: dict, seconds: float) -> None:
-    header = f"{'kernel':<17}{'tile':>5}{'pad':>4}{'lvl':>4}{'regs':>5}{'spill st/ld':>12}"
+    header = f"{'kernel':<17}{'params':<10}{'lvl':>4}{'regs':>5}{'spill st/ld':>12}"
     header += f"{'stack':>6}{'smem':>7}{'bar':>4}"
     print(f"\nnvcc matrix: {len(results)} builds in {seconds:.1f} s")
     print(header)
     for (name, params, level), report in results.items():
-        p = dict(params)
+        label = get_kernel(name).labels(dict(params))
         if isinstance(report, MatvizError):
-            print(f"{name:<17}{p['tile']:>5}{p.get('pad', 0):>4}{level:>4}  FAILED: {report}")
+            print(f"{name:<17}{label:<10}{level:>4}  FAILED: {report}")
             continue
         spills = f"{report.spill_store_bytes}/{report.spill_load_bytes}"
         print(
-            f"{name:<17}{p['tile']:>5}{p.get('pad', 0):>4}{level:>4}{report.registers:>5}"
+            f"{name:<17}{label:<10}{level:>4}{report.registers:>5}"
             f"{spills:>12}{report.stack_bytes:>6}{report.smem_bytes:>7}{report.barriers:>4}"
         )
 
@@ -122,11 +126,9 @@ def test_compiles_within_register_budget(builds, name: str, level: int) -> None:
 
 @needs_nvcc
 @pytest.mark.parametrize(("name", "level"), KERNEL_LEVELS)
-def test_compiled_smem_equals_catalog_geometry(builds, name: str, level: int) -> None:
-    spec = CATALOG[name]
+def test_compiled_smem_equals_the_description(builds, name: str, level: int) -> None:
     for params, report in _reports(builds, name, level):
-        # smem does not depend on the matrix shape; any valid shape will do.
-        geometry = spec.validate(params, 1000, 777, 333)
+        geometry = _config(name, params)
         # the instrumentation keeps its stamps in registers: no extra shared memory
         assert report.smem_bytes == geometry.smem_bytes, params
 
@@ -135,20 +137,20 @@ def test_compiled_smem_equals_catalog_geometry(builds, name: str, level: int) ->
 @pytest.mark.parametrize("name", TILED)
 def test_tiled_smem_is_two_padded_tiles(builds, name: str) -> None:
     # Worked by hand: two float[T][T+P] arrays, e.g. T=32, P=1 -> 2 * 32 * 33 * 4 = 8448 bytes.
-    report = builds[(name, (("pad", 1), ("tile", 32)), 0)]
+    report = builds[(name, (("tile", 32), ("pad", 1)), 0)]
     assert report.smem_bytes == 8448
-    report = builds[(name, (("pad", 0), ("tile", 8)), 0)]
+    report = builds[(name, (("tile", 8), ("pad", 0)), 0)]
     assert report.smem_bytes == 2 * 8 * 8 * 4
 
 
 @needs_nvcc
 @pytest.mark.parametrize(("name", "level"), KERNEL_LEVELS)
 def test_barriers(builds, name: str, level: int) -> None:
-    spec = CATALOG[name]
     for params, report in _reports(builds, name, level):
         # Tiled kernels sync twice per k-tile; instrumentation adds no barrier (block ends
         # are posted per warp with atomicMax), so the naive kernel never has one.
-        assert (report.barriers > 0) == spec.uses_shared, (params, report.ptxas_log)
+        has_barriers = _config(name, params).n_barriers > 0
+        assert (report.barriers > 0) == has_barriers, (params, report.ptxas_log)
 
 
 # -- instrumentation in the PTX ----------------------------------------------------------------
@@ -159,7 +161,7 @@ def test_barriers(builds, name: str, level: int) -> None:
 def test_ptx_instrumentation_matches_level(builds, name: str, level: int) -> None:
     spec = CATALOG[name]
     for params in _configs(spec):
-        text = ptx(spec, dict(params), level)
+        text = ptx(_config(name, params), level)
         n_params = len(_ptx_params(text, spec.entry_point))
         if level == 0:
             # A, B, C, M, N, K and nothing else; no timer or SM reads, only the store of C.
@@ -179,8 +181,8 @@ def test_ptx_instrumentation_matches_level(builds, name: str, level: int) -> Non
 def test_level2_reads_clock64_per_tile(builds, name: str) -> None:
     spec = CATALOG[name]
     for params in _configs(spec):
-        level1 = ptx(spec, dict(params), 1)
-        level2 = ptx(spec, dict(params), 2)
+        level1 = ptx(_config(name, params), 1)
+        level2 = ptx(_config(name, params), 2)
         reads1 = len(re.findall(r"mov\.u64\s+%rd\d+, %clock64;", level1))
         reads2 = len(re.findall(r"mov\.u64\s+%rd\d+, %clock64;", level2))
         # Level 1: block start and end. Level 2 adds, in the stamped copy of the body, two marks
@@ -195,7 +197,7 @@ def test_naive_levels_above_one_add_nothing(builds) -> None:
     # only adds the launch bound every level-3 kernel carries.
     spec = CATALOG["naive"]
     for params in _configs(spec):
-        texts = {level: ptx(spec, dict(params), level) for level in (1, 2, 3)}
+        texts = {level: ptx(_config("naive", params), level) for level in (1, 2, 3)}
         assert texts[1] == texts[2], params
         assert ".maxntid" in texts[3] and ".maxntid" not in texts[2]
         for level in (1, 3):
@@ -206,29 +208,30 @@ def test_naive_levels_above_one_add_nothing(builds) -> None:
 
 
 def test_defines_and_flags() -> None:
-    tiled = get_kernel("tiled")
-    assert defines(tiled, {"tile": 32, "pad": 1}, 2) == ["-DTILE=32", "-DPAD=1", "-DMV_LEVEL=2"]
-    # Naive has no pad; PAD=0 keeps the list the same shape. Tile defaults to 16.
-    assert defines(get_kernel("naive"), {}, 0) == ["-DTILE=16", "-DPAD=0", "-DMV_LEVEL=0"]
-    flags = compile_flags(tiled, {"tile": 8}, 3)
+    tiled = get_kernel("tiled").configure({"tile": 32, "pad": 1}, *SHAPE)
+    assert tiled.defines(2)[:3] == ["-DTILE=32", "-DPAD=1", "-DMV_LEVEL=2"]
+    # Only the parameters a kernel has: the naive kernel has no PAD.
+    naive = get_kernel("naive").configure({}, *SHAPE)
+    assert naive.defines(0) == ["-DTILE=16", "-DMV_LEVEL=0"]
+    flags = compile_flags(get_kernel("tiled").configure({"tile": 8}, *SHAPE), 3)
     assert flags[:3] == ["-DTILE=8", "-DPAD=0", "-DMV_LEVEL=3"]
-    assert flags[3] == f"-I{catalog.KERNEL_DIR}"
+    assert flags[-1] == f"-I{KERNEL_DIR}"
 
 
 def test_defines_reject_bad_level_and_params() -> None:
     tiled = get_kernel("tiled")
     with pytest.raises(MatvizError, match="level 4"):
-        defines(tiled, {}, 4)
+        tiled.configure({}, *SHAPE).defines(4)
     with pytest.raises(MatvizError, match="tile=12"):
-        defines(tiled, {"tile": 12}, 0)
+        tiled.configure({"tile": 12}, *SHAPE)
     with pytest.raises(MatvizError, match="pad"):
-        defines(get_kernel("naive"), {"pad": 1}, 0)
+        get_kernel("naive").configure({"pad": 1}, *SHAPE)
 
 
 def test_registers_for_without_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compile_report, "nvcc_path", lambda: None)
-    spec = get_kernel("tiled")
-    assert registers_for(spec, {"tile": 16}) == (spec.register_estimate, "catalog estimate")
+    config = get_kernel("tiled").configure({"tile": 16}, *SHAPE)
+    assert registers_for(config) == (config.kernel.registers, "estimate")
 
 
 def test_parse_ptxas_picks_the_entry() -> None:
@@ -260,29 +263,23 @@ def scratch_kernels(tmp_path, monkeypatch: pytest.MonkeyPatch):
     """A private kernel directory and cache, with a 09_scratch entry, so edits stay local."""
     kdir = tmp_path / "kernels"
     kdir.mkdir()
-    shutil.copy(catalog.KERNEL_DIR / "trace.cuh", kdir / "trace.cuh")
-    shutil.copy(catalog.KERNEL_DIR / "02_tiled.cu", kdir / "09_scratch.cu")
+    shutil.copy(KERNEL_DIR / "trace.cuh", kdir / "trace.cuh")
+    shutil.copy(KERNEL_DIR / "02_tiled.cu", kdir / "09_scratch.cu")
     text = (kdir / "09_scratch.cu").read_text().replace("mv_tiled(", "mv_scratch(")
     (kdir / "09_scratch.cu").write_text(text)
-    monkeypatch.setattr(catalog, "KERNEL_DIR", kdir)
+    monkeypatch.setattr(compile_report, "KERNEL_DIR", kdir)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    spec = KernelSpec(
-        name="scratch",
-        number=9,
-        title="scratch",
-        concept="scratch",
-        seed_sections="none",
-        params={"tile": (8,), "pad": (0,)},
-        uses_shared=True,
-        register_estimate=1,
+    kernel = dataclasses.replace(
+        get_kernel("tiled"), name="scratch", number=9, source=kdir / "09_scratch.cu"
     )
-    return spec, kdir, tmp_path / "cache" / "matviz" / "nvcc"
+    config = kernel.configure({"tile": 8, "pad": 0}, *SHAPE)
+    return config, kdir, tmp_path / "cache" / "matviz" / "nvcc"
 
 
 @needs_nvcc
 def test_disk_cache_hits_and_invalidates(scratch_kernels, monkeypatch) -> None:
     spec, kdir, cache = scratch_kernels
-    first = compile_report.compile_report(spec, {}, 0)
+    first = compile_report.compile_report(spec, 0)
     assert first.smem_bytes == 2 * 8 * 8 * 4
     assert len(list(cache.glob("*.json"))) == 1
 
@@ -294,15 +291,15 @@ def test_disk_cache_hits_and_invalidates(scratch_kernels, monkeypatch) -> None:
         raise AssertionError("nvcc ran although the result was cached")
 
     monkeypatch.setattr(compile_report, "_run_nvcc", no_nvcc)
-    assert compile_report.compile_report(spec, {}, 0) == first
+    assert compile_report.compile_report(spec, 0) == first
 
     # Editing the shared header changes the key, so nvcc must run again.
     header = kdir / "trace.cuh"
     header.write_text(header.read_text() + "\n// edited\n")
     with pytest.raises(AssertionError, match="nvcc ran"):
-        compile_report.compile_report(spec, {}, 0)
+        compile_report.compile_report(spec, 0)
     monkeypatch.setattr(compile_report, "_run_nvcc", real_run)
-    assert compile_report.compile_report(spec, {}, 0) == first
+    assert compile_report.compile_report(spec, 0) == first
     assert len(list(cache.glob("*.json"))) == 2
 
 
@@ -312,4 +309,4 @@ def test_compile_error_is_a_matviz_error(scratch_kernels) -> None:
     source = kdir / "09_scratch.cu"
     source.write_text(source.read_text().replace("float sum = 0.0f;", "float sum = undeclared;"))
     with pytest.raises(MatvizError, match=r"09_scratch\.cu.*error.*undeclared"):
-        compile_report.compile_report(spec, {}, 0)
+        compile_report.compile_report(spec, 0)

@@ -10,7 +10,6 @@ from matviz.core.metrics import (
     achieved_gflops,
     blocks_per_sm_histogram,
     flop_rate,
-    global_load_bytes_formula,
     max_resident,
     total_flops,
     waves,
@@ -29,18 +28,6 @@ def schedule(trace, smid, start, end):
     trace.blocks["start"] = start
     trace.blocks["end"] = end
     return trace
-
-
-# -- formula -------------------------------------------------------------------------------
-
-
-def test_global_load_bytes_formula():
-    assert global_load_bytes_formula(1024, 1024, 1024, 32, tiled=False) == 2 * 2**30 * 4
-    assert global_load_bytes_formula(1024, 1024, 1024, 32) == 2 * 2**30 * 4 / 32
-    assert global_load_bytes_formula(64, 32, 16, 8, elem_bytes=2) == 2 * 64 * 32 * 16 / 8 * 2
-    assert isinstance(global_load_bytes_formula(1, 1, 1, 1), float)
-    with pytest.raises(ValueError):
-        global_load_bytes_formula(4, 4, 4, 0)
 
 
 def test_achieved_gflops(make_trace):

@@ -2,17 +2,19 @@
 
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 
 from matviz.backends.devices import DEVICE_DIR, load_device
 from matviz.core import occupancy as occ_mod
-from matviz.core.catalog import CATALOG
 from matviz.core.occupancy import LIMITERS, occupancy, occupancy_dict, resource_limits
+from matviz.core.registry import configure
 from matviz.errors import MatvizError
 
 H200 = load_device("h200")
-NAIVE, TILED = CATALOG["naive"], CATALOG["tiled"]
+NAIVE, TILED = "naive", "tiled"
 
 
 def edited_device(tmp_path, **changes):
@@ -24,10 +26,8 @@ def edited_device(tmp_path, **changes):
     return load_device(path)
 
 
-def occ(spec, device=H200, registers=32, **params):
-    return occupancy(
-        spec, spec.resolve_params(**params), 1024, 1024, 1024, device, registers=registers
-    )
+def occ(kernel, device=H200, registers=32, **params):
+    return occupancy(configure(kernel, params, 1024, 1024, 1024), device, registers)
 
 
 def test_the_h200_description_is_the_measured_one():
@@ -100,23 +100,31 @@ def test_too_many_registers_or_shared_bytes_fit_no_block():
     assert resource_limits(256, 228 * 1024, 32, H200)["shared_memory"] == 0
 
 
-def test_registers_come_from_the_compile_report(monkeypatch):
-    seen = {}
-
-    def fake(spec, params, level=0):
-        seen["level"] = level
-        return 64, "catalog estimate"
-
-    monkeypatch.setattr(occ_mod, "registers_for", fake)
-    result = occupancy(TILED, TILED.resolve_params(tile=32), 64, 64, 64, H200, level=2)
-    assert (result.registers, result.register_source, seen["level"]) == (64, "catalog estimate", 2)
+def test_the_register_count_and_its_source_are_the_callers():
+    config = configure(TILED, {"tile": 32}, 64, 64, 64)
+    result = occupancy(config, H200, 64, register_source="nvcc")
+    assert (result.registers, result.register_source) == (64, "nvcc")
     # 64 x 32 = 2048 per warp -> 32 warps: one 1024-thread block.
     assert (result.blocks_per_sm, result.limiter) == (1, "registers")
+    assert occupancy(config, H200, 32).register_source == "given"
+
+
+def test_occupancy_is_pure_and_needs_no_toolchain():
+    # Core must not reach for nvcc: importing it (and computing) loads no toolchain module.
+    code = (
+        "import sys; from matviz.core.occupancy import occupancy; "
+        "from matviz.core.registry import configure; "
+        "from matviz.backends.devices import load_device; "
+        "occupancy(configure('tiled', {}, 64, 64, 64), load_device('h200'), 32); "
+        "print(sorted(m for m in sys.modules if m.startswith('matviz.toolchain')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_occupancy_dict_is_plain_json():
-    params = NAIVE.resolve_params(tile=16)
-    data = occupancy_dict(NAIVE, params, 4096, 4096, 4096, H200, registers=32)
+    config = configure(NAIVE, {"tile": 16}, 4096, 4096, 4096)
+    data = occupancy_dict(config, H200, 32)
     assert json.loads(json.dumps(data)) == data
     assert set(data) >= {"blocks_per_sm", "limiter", "limits", "registers", "register_source"}
     assert set(data["limits"]) == set(LIMITERS)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from matviz.backends.sim_model import ld_as_width
-from matviz.core import sass
-from matviz.core.catalog import get_kernel
-from matviz.core.compile_report import nvcc_path
+from matviz.backends.sim_model import vector_width
+from matviz.core.registry import get_kernel, kernels
 from matviz.errors import MatvizError
+from matviz.toolchain import sass
+from matviz.toolchain.nvcc import nvcc_path
 
 needs_sass = pytest.mark.skipif(
     nvcc_path() is None or sass.cuobjdump_path() is None,
@@ -24,29 +24,33 @@ WIDTH_OP = {16: "LDS.128", 8: "LDS.64"}
 def test_naive_instrumented_loop_is_scheduled_as_at_level_0(tile: int, level: int) -> None:
     # The block-end stamp is a call for this kernel because inlined it made ptxas reorder the
     # loads of this loop (7% slower at T=32 on the H200); the call must leave the loop alone.
-    spec = get_kernel("naive")
-    plain = sass.schedule(sass.main_loop(sass.sass(spec, {"tile": tile}, 0)))
-    traced = sass.schedule(sass.main_loop(sass.sass(spec, {"tile": tile}, level)))
+    config = get_kernel("naive").configure({"tile": tile}, 64, 64, 64)
+    plain = sass.schedule(sass.main_loop(sass.sass(config, 0)))
+    traced = sass.schedule(sass.main_loop(sass.sass(config, level)))
     assert len(plain) > 32  # the unrolled k loop, not a remainder loop
     assert traced == plain
 
 
 @pytest.mark.nvcc
 @needs_sass
-@pytest.mark.parametrize("kernel", ["tiled", "tiled_transposed"])
-@pytest.mark.parametrize("tile", [8, 16, 32])
-@pytest.mark.parametrize("pad", [0, 1, 2, 4])
-def test_a_tile_load_width_is_what_the_simulator_assumes(kernel: str, tile: int, pad: int):
-    widths = sass.shared_load_widths(sass.sass(get_kernel(kernel), {"tile": tile, "pad": pad}, 0))
-    expected = ld_as_width(kernel, tile, pad)
+@pytest.mark.parametrize(
+    ("kernel", "params"),
+    [(k.name, params) for k in kernels().values() if k.sites for params in k.configurations()],
+    ids=str,
+)
+def test_shared_load_widths_are_what_the_simulator_assumes(kernel: str, params: dict) -> None:
+    config = get_kernel(kernel).configure(params, 64, 64, 64)
+    widths = sass.shared_load_widths(sass.sass(config, 0))
+    loads = [rs.name for rs in config.sites if rs.site.kind == "load"]
+    expected = {WIDTH_OP[w] for w in (vector_width(config, s) for s in loads) if w in WIDTH_OP}
     vector_ops = {op for op in widths if op != "LDS"}
-    assert vector_ops == ({WIDTH_OP[expected]} if expected in WIDTH_OP else set()), widths
+    assert vector_ops == expected, widths
 
 
 def test_missing_tools_are_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sass, "cuobjdump_path", lambda: None)
     with pytest.raises(MatvizError, match="cuobjdump"):
-        sass.sass(get_kernel("tiled"), {"tile": 16}, 0)
+        sass.sass(get_kernel("tiled").configure({"tile": 16}, 64, 64, 64), 0)
 
 
 def test_main_loop_picks_the_longest_backward_branch() -> None:

@@ -370,3 +370,43 @@ def test_unreadable_file_is_not_a_crash(saved):
         pytest.skip("root reads everything")
     saved.chmod(0)
     load_error(saved)
+
+
+# -- schema versions ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [0, 3, 999, "x", None, True, 1.5])
+def test_unknown_schema_version_is_refused(saved, tmp_path, version):
+    def set_version(m):
+        m["schema_version"] = version
+
+    msg = load_error(rewrite(saved, tmp_path / "v.mvz", manifest=set_version))
+    assert "schema_version" in msg
+
+
+def test_bundled_schema_1_recordings_are_migrated_on_load():
+    from matviz.paths import TRACE_DIR
+
+    paths = sorted(TRACE_DIR.glob("*.mvz"))
+    assert paths, TRACE_DIR
+    for path in paths:
+        with zipfile.ZipFile(path) as zf:
+            stored = json.loads(zf.read("manifest.json"))
+        trace = load_trace(path)
+        assert trace.manifest["schema_version"] == 2
+        if stored["schema_version"] == 1:  # written before kernel descriptions
+            assert "description" not in stored
+        described = trace.manifest["description"]
+        assert described == trace.config.describe()
+        assert described["name"] == stored["kernel"]
+        assert described["launch"]["grid"] == list(trace.grid)
+
+
+def test_schema_1_manifest_of_an_unknown_kernel_is_one_clear_error(saved, tmp_path):
+    def old_unknown(m):
+        m["schema_version"] = 1
+        m.pop("description", None)
+        m["kernel"] = "from_the_future"
+
+    msg = load_error(rewrite(saved, tmp_path / "v.mvz", manifest=old_unknown))
+    assert "cannot upgrade a schema-1 manifest" in msg and "from_the_future" in msg

@@ -8,16 +8,16 @@ from functools import cache  # noqa: E402
 
 import pytest  # noqa: E402
 
-from matviz.backends.simulator import simulate  # noqa: E402
+from matviz.backends.contract import RunRequest, run  # noqa: E402
 from matviz.core.trace_io import save_trace  # noqa: E402
 
 
 @cache
 def sim(kernel="tiled", m=64, n=96, k=80, tile=16, pad=0, level=3, phase_every=1):
     """Deterministic, so tests can share them; 64x96x80 at T16 = 24 blocks x 5 k-tiles."""
-    if kernel == "naive":
-        pad = None
-    return simulate(kernel, m, n, k, tile=tile, pad=pad, level=level, phase_every=phase_every)
+    params = {"tile": tile} if kernel == "naive" else {"tile": tile, "pad": pad}
+    request = RunRequest(kernel, m, n, k, params=params, level=level, phase_every=phase_every)
+    return run(request)
 
 
 @pytest.fixture

@@ -110,6 +110,8 @@ def test_perfetto_export_never_imports_qt(mvz, tmp_path):
         (["--fps", "5"], "a.json", "--fps does not apply"),
         (["--block", "99,0"], "a.png", "outside the"),
         (["--duration", "0"], "a.gif", "must be a number > 0"),
+        ([], "a\nb.gif", "line break"),
+        ([], "x" * 250 + ".gif", "too long"),
     ],
 )
 def test_bad_options(extra, output, fragment, mvz, no_leftovers, capsys):

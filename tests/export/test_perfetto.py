@@ -3,7 +3,6 @@
 import gzip
 import json
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +12,10 @@ from hypothesis import strategies as st
 from matviz.core.timeline import Timeline
 from matviz.errors import MatvizError
 from matviz.export import perfetto
+from matviz.paths import TRACE_DIR
 
 REQUIRED = ("ph", "ts", "dur", "pid", "tid", "name")
-BUNDLED = Path(__file__).resolve().parents[2] / "resources/traces/tiled_t32_p0_1024.mvz"
+BUNDLED = TRACE_DIR / "tiled_t32_p0_1024.mvz"
 
 
 def export(trace, path):
@@ -44,7 +44,9 @@ def test_document_shape_and_metadata(tmp_path, trace):
     for sm in smids.tolist():  # pid = SM + 1: Perfetto treats pid 0 as the idle task
         assert named[(sm + 1, None, "process_name")]["name"] == f"SM {sm}"
     matviz = named[(perfetto.MATVIZ_PID, None, "process_name")]
-    assert matviz["name"].startswith("matviz: tiled") and matviz["backend"] == "sim"
+    assert matviz["name"].startswith("matviz: tiled T16 P0 64x96x80, simulated")
+    assert matviz["backend"] == "sim"
+    assert meta["description"] == trace.manifest["description"]  # the kernel as described
     kernel = [e for e in complete(doc, "kernel")]
     assert len(kernel) == 1 and kernel[0]["args"]["kernel"] == "tiled"
 

@@ -6,9 +6,10 @@ import sys
 import imageio.v3 as iio
 import pytest
 
-from matviz import cli
+from matviz import cli, sweep
+from matviz.backends import contract
 from matviz.backends.cuda_status import cuda_status
-from matviz.export import sweep
+from matviz.core import registry
 
 SMALL = ["-M", "64", "-N", "64", "-K", "64"]
 
@@ -27,7 +28,8 @@ def read_csv(path):
 def sim_sweep(tmp_path, capsys, kernel, tiles, pads):
     """Run ``matviz sweep`` on the simulator at 64^3; its CSV rows, stdout and stderr."""
     out = tmp_path / f"{kernel}.csv"
-    argv = ["sweep", kernel, "--tile", tiles, "--pad", pads, *SMALL, "--backend", "sim"]
+    argv = ["sweep", kernel, "--tile", tiles, *(["--pad", pads] if pads else []), *SMALL]
+    argv += ["--backend", "sim"]
     code, stdout, stderr = run(capsys, *argv, "-o", out)
     assert code == 0
     return read_csv(out), stdout, stderr
@@ -35,7 +37,7 @@ def sim_sweep(tmp_path, capsys, kernel, tiles, pads):
 
 def test_every_combination_is_a_row_and_bad_ones_are_reported(tmp_path, capsys):
     rows, stdout, stderr = sim_sweep(tmp_path, capsys, "tiled", "8,16,64", "0,1")
-    assert len(rows) == 6 and list(rows[0]) == list(sweep.CSV_COLUMNS)
+    assert len(rows) == 6 and list(rows[0]) == list(sweep.csv_columns(registry.get_kernel("tiled")))
     assert [(r["tile"], r["pad"]) for r in rows] == [
         ("8", "0"), ("8", "1"), ("16", "0"), ("16", "1"), ("64", "0"), ("64", "1"),
     ]  # fmt: skip
@@ -51,10 +53,30 @@ def test_every_combination_is_a_row_and_bad_ones_are_reported(tmp_path, capsys):
 
 
 def test_the_naive_kernel_has_no_pad(tmp_path, capsys):
-    rows, stdout, _ = sim_sweep(tmp_path, capsys, "naive", "16", "0,1,2")
-    assert [r["status"] for r in rows] == ["ok", "unsupported", "unsupported"]
-    assert all("no padding" in r["reason"] for r in rows[1:])
-    assert "unsupported" in stdout
+    rows, stdout, stderr = sim_sweep(tmp_path, capsys, "naive", "16", "0,1,2")
+    assert [r["status"] for r in rows] == ["unsupported"] * 3
+    assert all("kernel naive has no parameter 'pad'" in r["reason"] for r in rows)
+    assert [r["config"] for r in rows] == ["naive T16 P0", "naive T16 P1", "naive T16 P2"]
+    assert "unsupported" in stdout and "[3/3] naive T16 P2 ... unsupported" in stderr
+    rows, _, _ = sim_sweep(tmp_path, capsys, "naive", "8,16", "")
+    assert [(r["tile"], r["status"]) for r in rows] == [("8", "ok"), ("16", "ok")]
+    assert "pad" not in rows[0]
+
+
+def test_missing_axes_use_the_kernels_default(tmp_path, capsys):
+    out = tmp_path / "d.csv"
+    code, stdout, _ = run(
+        capsys, "sweep", "tiled", "--pad", "1,2", *SMALL, "--backend", "sim", "-o", out
+    )
+    assert code == 0
+    rows = read_csv(out)
+    tile = registry.get_kernel("tiled").param("tile").default
+    assert [(r["tile"], r["pad"], r["config"]) for r in rows] == [
+        (str(tile), "1", "tiled P1"), (str(tile), "2", "tiled P2"),
+    ]  # fmt: skip
+    assert all(r["status"] == "ok" for r in rows)
+    rows = sweep.plan("tiled", {}, 64, 64, 64, "sim", 1)
+    assert len(rows) == 1 and rows[0].params == registry.get_kernel("tiled").default_params()
 
 
 def test_plot_is_a_png(tmp_path, capsys, qapp):
@@ -67,28 +89,32 @@ def test_plot_is_a_png(tmp_path, capsys, qapp):
 
 
 def test_worker_runs_and_a_crashing_worker_costs_one_row(tmp_path):
-    rows = sweep.plan("tiled", [16], [0, 1], 64, 64, 64, "sim", 1)
+    rows = sweep.plan("tiled", {"tile": [16], "pad": [0, 1]}, 64, 64, 64, "sim", 1)
     sweep.run_row(rows[0], isolate=True)  # the real worker process
     assert rows[0].status == "ok" and rows[0].gflops > 0
     crash = [sys.executable, "-c", "import os; os.abort()"]
     sweep.run_row(rows[1], isolate=True, command=crash)
     assert rows[1].status == "failed" and "crashed" in rows[1].reason
-    broken = sweep.plan("tiled", [16], [2], 64, 64, 64, "sim", 1)
+    broken = sweep.plan("tiled", {"tile": [16], "pad": [2]}, 64, 64, 64, "sim", 1)
     silent = [sys.executable, "-c", "import sys; print('not json'); sys.exit(3)"]
     sweep.run_sweep(broken, isolate=True, command=silent)
     assert broken[0].status == "failed" and "exit code 3" in broken[0].reason
+    refused = [sys.executable, "-c", 'print(\'{"ok": false, "error": "no GPU here"}\')']
+    (row,) = sweep.plan("tiled", {"pad": [4]}, 64, 64, 64, "sim", 1)
+    sweep.run_row(row, isolate=True, command=refused)
+    assert row.status == "failed" and row.reason == "no GPU here"
 
 
 def test_an_error_inside_one_configuration_does_not_end_the_sweep(monkeypatch):
-    rows = sweep.plan("tiled", [8, 16], [0], 64, 64, 64, "sim", 1)
-    real = sweep.simulator.simulate
+    rows = sweep.plan("tiled", {"tile": [8, 16], "pad": [0]}, 64, 64, 64, "sim", 1)
+    real = contract.run
 
-    def flaky(kernel, M, N, K, **kw):
-        if kw["tile"] == 8:
+    def flaky(request):
+        if request.params["tile"] == 8:
             raise RuntimeError("model blew up\nsecond line")
-        return real(kernel, M, N, K, **kw)
+        return real(request)
 
-    monkeypatch.setattr(sweep.simulator, "simulate", flaky)
+    monkeypatch.setattr(contract, "run", flaky)
     sweep.run_sweep(rows)
     assert rows[0].status == "failed" and rows[0].reason == "RuntimeError: model blew up"
     assert rows[1].status == "ok"
@@ -102,6 +128,8 @@ def test_an_error_inside_one_configuration_does_not_end_the_sweep(monkeypatch):
         (["sweep", "tiled", "-o", "{tmp}/a.txt"], "must end in .csv"),
         (["sweep", "tiled", "-o", "{tmp}/no/a.csv"], "does not exist"),
         (["sweep", "tiled", "-o", "{tmp}/a.csv", "--plot", "{tmp}/a.gif"], "must end in .png"),
+        (["sweep", "tiled", "-o", "{tmp}/a\nb.csv"], "line break"),
+        (["sweep", "tiled", "--pad", ",", "-o", "{tmp}/a.csv"], "the list is empty"),
     ],
 )
 def test_user_errors_are_one_line(argv, fragment, tmp_path, capsys):

@@ -127,12 +127,16 @@ class BanksView(Retranslating, QWidget):
 
     # -- hover -------------------------------------------------------------------------------
     def word_name(self, word: int) -> str:
-        """'As[1][3]' for a 4-byte word of the kernel's shared struct {As[T][T+P]; Bs[T][T+P]}."""
-        params = self.session.trace.params
-        stride = params.get("tile", 1) + params.get("pad", 0)
-        name = "As" if word < params.get("tile", 1) * stride else "Bs"
-        local = word if name == "As" else word - params.get("tile", 1) * stride
-        return f"{name}[{local // stride}][{local % stride}]"
+        """'As[1][3]': the cell of the kernel's shared arrays (its description's ``shared``, laid
+        out at ``array_bases``) a 4-byte word starts; 'word 7' outside every array."""
+        config = self.session.trace.config
+        byte = word * banks.BANK_BYTES
+        for arr in config.shared:
+            local = byte - config.array_bases[arr.name]
+            if 0 <= local < arr.nbytes:
+                index = local // arr.elem_bytes
+                return f"{arr.name}[{index // arr.stride}][{index % arr.stride}]"
+        return f"word {word}"
 
     def describe(self, bank: int, level: int) -> str:
         word, lanes = self.cells[(bank, level)]
@@ -150,10 +154,17 @@ class BanksView(Retranslating, QWidget):
         self.plot.setToolTip(self.describe(*key) if key in self.cells else "")
 
     # -- texts -------------------------------------------------------------------------------
+    def _repeats(self, site: str) -> bool:
+        """Whether the description runs ``site`` more than once per k-step (then k names it)."""
+        try:
+            return self.session.trace.config.site(site).repeat > 1
+        except KeyError:  # a site the description does not have: show k
+            return True
+
     def site_text(self, row: int) -> str:
         rec = self.session.trace.probe[row]
         kind = tr("store") if rec["kind"] == "store" else tr("load")
-        k = f" k={int(rec['k'])}" if str(rec["site"]).startswith("ld") else ""
+        k = f" k={int(rec['k'])}" if self._repeats(str(rec["site"])) else ""
         n = int(banks.conflict_degree(rec["offsets"], int(rec["width"])))
         return f"{rec['site']}{k} ({kind}) — {tr('{n}-way').format(n=n)}"
 
@@ -188,10 +199,10 @@ class BanksView(Retranslating, QWidget):
         elif not self.has_probe():
             self.placeholder.setText(
                 tr(
-                    "The naive kernel uses no shared memory, so there are no bank conflicts "
+                    "The {kernel} kernel uses no shared memory, so there are no bank conflicts "
                     "to show."
-                )
-                if trace.kernel == "naive"
+                ).format(kernel=trace.kernel)
+                if not trace.config.uses_shared
                 else tr(
                     "This trace has no shared-memory probe: record or simulate it at "
                     "level 3 (diagnostics) to see which bank each lane hits."

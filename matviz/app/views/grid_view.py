@@ -142,8 +142,8 @@ class GridView(Retranslating, QWidget):
         row = trace.blocks[block]
         state, ktile = self.timeline.block_phase(block, self.session.playhead_ns)
         name = tr(palette.STATE_NAMES.get(BlockState(int(state)), "running"))
-        n_tiles = trace.n_tiles or trace.manifest["geometry"].get("n_tiles", 0)
-        kt = f"{int(ktile) + 1} / {n_tiles}" if ktile is not None and ktile >= 0 else "–"
+        n_steps = trace.config.n_steps
+        kt = f"{int(ktile) + 1} / {n_steps}" if ktile is not None and ktile >= 0 else "–"
         return tr("block ({bx}, {by}) · SM {sm}\nstate: {state} · k-tile: {kt}").format(
             bx=int(row["bx"]), by=int(row["by"]), sm=int(row["smid"]), state=name, kt=kt
         )

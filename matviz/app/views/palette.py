@@ -166,7 +166,7 @@ def source_html(trace, label: str) -> str:
     if trace.is_simulated:
         if not label or label == trace.provenance:
             label = tr("simulated ({device} model)").format(device=device)
-        elif "simul" not in label.lower():
+        elif "simul" not in label.lower() and tr("simulated") not in label:
             label = f"{tr('simulated')}: {label}"
         return f'<b style="color:{hexcolor(SIMULATED)}">&#9888; {label}</b>'
     if not label or label == trace.provenance:
@@ -175,12 +175,11 @@ def source_html(trace, label: str) -> str:
 
 
 def config_text(trace) -> str:
-    """'tiled · T=32 PAD=0 · 1024×1024×1024' for titles."""
-    params = " ".join(
-        f"{'T' if k == 'tile' else k.upper()}={v}" for k, v in sorted(trace.params.items())
-    )
+    """'tiled · T32 P0 · M×N×K = 1024×1024×1024' for titles (labels from the description)."""
+    config = trace.config
     m, n, k = trace.shape
-    return f"<b>{trace.kernel}</b> · {params} · M×N×K = {m}×{n}×{k}"
+    labels = config.kernel.labels(config.params)
+    return f"<b>{trace.kernel}</b> · {labels} · M×N×K = {m}×{n}×{k}"
 
 
 def cell_borders(nx: int, ny: int, max_cells: int = 64) -> QPainterPath:

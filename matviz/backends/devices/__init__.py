@@ -126,7 +126,7 @@ def check_device(data: Any, where: str) -> dict[str, Any]:
         raise MatvizError(f"{where}: missing the 'model' section of timing constants")
     for key in MODEL_KEYS:
         value = model.get(key)
-        if not _number(value) or value < 0:
+        if not isinstance(value, (int, float)) or not _number(value) or value < 0:
             raise MatvizError(f"{where}: model '{key}' must be a number >= 0 (got {value!r})")
         if key in POSITIVE_MODEL_KEYS and value == 0:
             raise MatvizError(f"{where}: model '{key}' must be positive")

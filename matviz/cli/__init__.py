@@ -1,0 +1,75 @@
+"""The ``matviz`` command line. Every user error is one line on stderr and exit code 2.
+
+One module per command (``add_parser(sub)`` and ``run(args)``); the options that set kernel
+parameters are made from the kernel descriptions (:mod:`matviz.cli.params`). The command
+modules import only :mod:`matviz.cli.common` and :mod:`matviz.cli.params`, never each other or
+this package, and load their heavy parts (Qt above all) only when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import matviz.cli.common as common
+import matviz.cli.export as export
+import matviz.cli.info as info
+import matviz.cli.kernels as kernels
+import matviz.cli.record as record
+import matviz.cli.show as show
+import matviz.cli.sweep as sweep
+from matviz.errors import MatvizError
+
+EXIT_USER_ERROR = common.EXIT_USER_ERROR
+COMMANDS = {m.NAME: m for m in (info, kernels, record, show, export, sweep)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.Parser(prog="matviz", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", parser_class=common.Parser)
+    for command in COMMANDS.values():
+        command.add_parser(sub)
+    return parser
+
+
+def _wants_gui(argv: list[str]) -> bool:
+    """No arguments, or a trace file first: open the desktop app."""
+    return not argv or argv[0].endswith(".mvz")
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+    """The arguments, or the exit code when argparse is done already (--help)."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if _wants_gui(argv):
+            from matviz.app.main import run_gui  # lazily: other commands never import Qt
+
+            return run_gui(argv)
+        parser = build_parser()
+        args = _parse(parser, argv)
+        if isinstance(args, int):
+            return args
+        if args.command is None:
+            parser.print_help()
+            return 0
+        return COMMANDS[args.command].run(args)
+    except MatvizError as exc:
+        print(f"matviz: error: {common.one_line(str(exc))}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except BrokenPipeError:  # e.g. `matviz kernels | head`
+        sys.stdout = open(os.devnull, "w")
+        return 0
+    except KeyboardInterrupt:
+        print("matviz: interrupted", file=sys.stderr)
+        return 130
+
+
+__all__ = ["COMMANDS", "build_parser", "main"]

@@ -1,0 +1,164 @@
+"""What several commands share: the one-line-error parser, argument types, output checks,
+the backend choice and the Qt guard. Imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from matviz.errors import MatvizError
+
+EXIT_USER_ERROR = 2
+BACKEND_CHOICES = ("auto", "cuda", "sim")
+QT_MODULES = ("PySide6", "shiboken6", "pyqtgraph")
+# save_trace and AtomicOutput write a hidden temporary next to the target first
+# (".NAME.<token>.tmp"): its name is this many bytes longer than the target's
+TEMP_NAME_EXTRA = 20
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse prints usage + message; we want one line
+        raise MatvizError(f"{message} (see 'matviz {self.prog.split()[-1]} --help')")
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters shown as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+# -- argument types --------------------------------------------------------------------------------
+def whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{one_line(text)}' is not a whole number") from None
+
+
+def positive_int(text: str) -> int:
+    value = whole_number(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def int_between(low: int, high: int):
+    """An argument type for a whole number in ``low..high``."""
+
+    def parse(text: str) -> int:
+        value = whole_number(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} must be between {low} and {high}")
+        return value
+
+    return parse
+
+
+def pair(text: str) -> tuple[int, int]:
+    try:
+        x, y = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{one_line(text)}' is not of the form BX,BY") from None
+    return x, y
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{one_line(text)}' is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{one_line(text)} must be a number > 0")
+    return value
+
+
+def time_us(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{one_line(text)}' is not a time in µs") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"'{one_line(text)}' is not a time in µs")
+    return value
+
+
+def add_size_options(parser: argparse.ArgumentParser, default: int = 1024) -> None:
+    for axis in "MNK":
+        parser.add_argument(f"-{axis}", type=positive_int, default=default)
+
+
+def level_help(default: int) -> str:
+    from matviz.core.kernel import LEVEL_NAMES
+
+    names = ", ".join(f"{level} {name}" for level, name in LEVEL_NAMES.items())
+    return f"{names} (default {default})"
+
+
+# -- outputs ---------------------------------------------------------------------------------------
+def check_name(path: Path) -> None:
+    """A name the file system takes, with no line break to split a one-line message."""
+    shown = one_line(str(path))
+    if any(not c.isprintable() for c in str(path)):
+        raise MatvizError(f"output '{shown}' has a line break or other control character")
+    parent = path.resolve().parent
+    try:
+        limit = os.pathconf(parent, "PC_NAME_MAX") if parent.is_dir() else 255
+    except (OSError, ValueError):
+        limit = 255
+    if len(os.fsencode(path.name)) + TEMP_NAME_EXTRA > limit:
+        most = limit - TEMP_NAME_EXTRA
+        raise MatvizError(f"output name '{shown}' is too long (at most {most} bytes here)")
+
+
+def check_output(path: Path, suffix: str, what: str = "output") -> None:
+    """Fail before a long run, not after it, when ``path`` could not be written."""
+    from matviz.export.atomic import check_writable
+
+    check_name(path)
+    if path.suffix.lower() != suffix:
+        raise MatvizError(f"{what} '{path}' must end in {suffix}")
+    check_writable(path)
+    try:  # os.access says yes to root everywhere: a real file says what the folder takes
+        with tempfile.NamedTemporaryFile(dir=path.resolve().parent, prefix=".matviz-check-"):
+            pass
+    except OSError as exc:
+        raise MatvizError(f"cannot write '{path}': {exc.strerror or exc}") from None
+
+
+# -- backends and Qt -------------------------------------------------------------------------------
+def choose_backend(requested: str) -> tuple[str, str | None]:
+    """(backend, note for the user)."""
+    from matviz.backends.cuda_status import cuda_status
+
+    if requested == "sim":
+        return "sim", None
+    ok, why = cuda_status()
+    if requested == "cuda":
+        if not ok:
+            raise MatvizError(f"CUDA backend unavailable: {why}")
+        return "cuda", None
+    if ok:
+        return "cuda", None
+    return "sim", f"CUDA unavailable ({why}); using the simulator"
+
+
+def note(text: str | None) -> None:
+    if text:
+        print(f"note: {text}", file=sys.stderr)
+
+
+@contextmanager
+def needs_qt(what: str) -> Iterator[None]:
+    """A machine without PySide6 / pyqtgraph (a bare GPU box) gets one line, not a traceback."""
+    try:
+        yield
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in QT_MODULES:
+            raise
+        raise MatvizError(
+            f"{what} draws with Qt, but {exc.name.split('.')[0]} is not installed: pip install -e ."
+        ) from None

@@ -1,0 +1,80 @@
+"""``matviz record``: run (or simulate) one kernel configuration and save its trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matviz.cli.common as common
+import matviz.cli.params as params
+from matviz.backends.contract import MAX_BUDGET_MIB, RunRequest
+from matviz.core import registry
+from matviz.core.kernel import LEVELS
+
+NAME = "record"
+DEFAULT_BUDGET_MIB = 256
+
+
+def add_parser(sub) -> None:
+    rec = sub.add_parser(NAME, help="run a kernel and save its trace (.mvz)")
+    rec.add_argument("kernel", help="name, file stem or number, e.g. 2 or 02_tiled")
+    common.add_size_options(rec)
+    rec.add_argument("--level", type=int, default=2, choices=LEVELS, help=common.level_help(2))
+    rec.add_argument("--backend", default="auto", choices=common.BACKEND_CHOICES)
+    rec.add_argument("--repeats", type=common.positive_int, default=20, help="timed runs (median)")
+    rec.add_argument(
+        "--budget-mib",
+        type=common.int_between(1, MAX_BUDGET_MIB),
+        default=DEFAULT_BUDGET_MIB,
+        help=f"memory for per-step phases before blocks are sampled (MiB, at most "
+        f"{MAX_BUDGET_MIB}; default {DEFAULT_BUDGET_MIB})",
+    )
+    rec.add_argument(
+        "--phase-every",
+        type=common.positive_int,
+        default=1,
+        help="only every n-th block records per-step phases (less overhead); default all",
+    )
+    rec.add_argument("--probe-block", type=common.pair, default=(0, 0), metavar="BX,BY")
+    rec.add_argument("--probe-warp", type=int, default=0)
+    rec.add_argument("--probe-ktile", type=int, default=0)
+    rec.add_argument("--seed", type=int, default=0, help="simulator jitter seed")
+    rec.add_argument("-o", "--output", required=True, type=Path, help="FILE.mvz")
+    params.add_options(rec, lists=False)  # last: a clash with the options above is caught
+
+
+def request_of(args) -> RunRequest:
+    """The request the arguments ask for, checked (it can launch) before anything runs."""
+    kernel = registry.get_kernel(args.kernel)
+    request = RunRequest(
+        kernel=kernel.name,
+        M=args.M,
+        N=args.N,
+        K=args.K,
+        params=params.given(args, kernel),
+        level=args.level,
+        budget_bytes=args.budget_mib * 2**20,
+        phase_every=args.phase_every,
+        probe_block=args.probe_block,
+        probe_warp=args.probe_warp,
+        probe_ktile=args.probe_ktile,
+        seed=args.seed,
+        repeats=args.repeats,
+    )
+    request.check_probe(request.config())
+    return request
+
+
+def run(args) -> int:
+    from matviz.backends import contract
+    from matviz.core.summary import summary_lines
+    from matviz.core.trace_io import save_trace
+
+    request = request_of(args)
+    common.check_output(args.output, ".mvz")
+    backend, why = common.choose_backend(args.backend)
+    common.note(why)
+    trace = contract.run(request.with_backend(backend))
+    save_trace(trace, args.output)
+    print("\n".join(summary_lines(trace)))
+    print(f"saved      {args.output}")
+    return 0

@@ -1,0 +1,64 @@
+"""``matviz sweep``: every combination of the given parameter values: table, CSV, plot.
+
+Each parameter option of the kernel descriptions takes a comma list and becomes an axis;
+a parameter not given stays at the kernel's default. No Qt unless ``--plot`` asks for one.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import matviz.cli.common as common
+import matviz.cli.params as params
+from matviz.core.kernel import LEVELS
+
+NAME = "sweep"
+
+
+def add_parser(sub) -> None:
+    sw = sub.add_parser(NAME, help="run every combination of parameter values: table, CSV, plot")
+    sw.add_argument("kernel", help="name, file stem or number, e.g. 2 or 02_tiled")
+    common.add_size_options(sw)
+    sw.add_argument("--backend", default="auto", choices=common.BACKEND_CHOICES)
+    sw.add_argument("--level", type=int, default=1, choices=LEVELS, help=common.level_help(1))
+    sw.add_argument(
+        "--isolate", action="store_true", help="simulations too each in a worker process"
+    )
+    sw.add_argument("-o", "--output", required=True, type=Path, help="FILE.csv")
+    sw.add_argument("--plot", type=Path, help="FILE.png: a bar chart of GFLOP/s")
+    params.add_options(sw, lists=True)  # last: a clash with the options above is caught
+
+
+def run(args) -> int:
+    from matviz import sweep
+    from matviz.core import registry
+
+    common.check_output(args.output, ".csv")
+    if args.plot is not None:
+        common.check_output(args.plot, ".png", "plot")
+    kernel = registry.get_kernel(args.kernel)  # an unknown kernel is the one error, before notes
+    backend, why = common.choose_backend(args.backend)
+    common.note(why)
+    axes = params.given(args, kernel)
+    rows = sweep.plan(kernel.name, axes, args.M, args.N, args.K, backend, args.level)
+
+    def progress(i: int, total: int, row, finished: bool) -> None:
+        if not finished:
+            print(f"[{i}/{total}] {row.label} ...", end=" ", file=sys.stderr, flush=True)
+        else:
+            print(sweep.result_text(row), file=sys.stderr, flush=True)
+
+    sweep.run_sweep(rows, progress, isolate=args.isolate)
+    print("\n".join(sweep.table_lines(rows)))
+    ran = sum(r.status == sweep.OK for r in rows)
+    print(f"ran        {ran} of {len(rows)} configurations ({backend})")
+    sweep.write_csv(rows, args.output)
+    print(f"saved      {args.output}")
+    if args.plot is not None:
+        with common.needs_qt("--plot"):
+            from matviz.app.sweep_plot import render_plot  # Qt only for the picture
+
+            render_plot(rows, args.plot)
+        print(f"saved      {args.plot}")
+    return 0
