@@ -1,4 +1,5 @@
-// 04_register_tiling_1d - each thread computes TM outputs of one column of C (lesson 8 §18).
+// 04_register_tiling_1d - each thread computes TM outputs of one column of C (lesson 8 §18;
+// article §4.3, register caching).
 // A block computes a BM x BN tile of C with BM*BN/TM threads, staging BM x BK of A and BK x BN
 // of B per k-step. In the inner loop a thread reads one Bs value into a register and reuses it
 // for TM multiply-adds against TM As values, so it needs 1 + TM shared loads per TM FMAs
@@ -89,9 +90,10 @@ __device__ __forceinline__ void register_tiling_1d(const float *A, const float *
     }
 }
 
-extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS)
-    mv_register_tiling_1d(const float *A, const float *B, float *C, int M, int N,
-                          int K MV_TRACE_PARAMS) {
+extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_register_tiling_1d(const float *A,
+                                                                         const float *B, float *C,
+                                                                         int M, int N,
+                                                                         int K MV_TRACE_PARAMS) {
     __shared__ MvTiles sm;
     MV_BLOCK_BEGIN();
     MV_RUN(register_tiling_1d, A, B, C, M, N, K, sm);

@@ -16,12 +16,14 @@ Everything a configuration contributes comes from its kernel description
   a block of few warps cannot hide the latency of its dependent shared-load -> FMA chain.
 * ``throughput_ns`` (X): SM time the block uses up when the SM is saturated: per k-step the
   smooth maximum (``overlap_sharpness``) of the shared-memory/FMA pipes, W + S, and the memory
-  pipe, G. W = the step's FMAs (``fmas_per_step``, T^3 for a T x T tile) over the SM's FP32
-  rate x ``inner_loop_efficiency`` (1/8 from first principles: every FFMA of a warp needs two
-  LDS wavefronts and the SM serves one a clock), x the load sites' cost factor: bank wavefronts
-  over the ideal count, each load site the compiler can vectorise (:func:`vector_width`) at
-  ``lds128_site_cost`` per 16-byte load (sqrt of it per 8-byte one), + ``tile_overhead_cycles``
-  per warp.
+  pipe, G. W is the larger of the step's FMAs (``fmas_per_step``) at the SM's FP32 rate and its
+  shared-load wavefronts at 2 x (FMA rate / 32) x ``inner_loop_efficiency`` a clock (1/8 from
+  first principles: every FFMA of the seed kernels needs two LDS wavefronts and the SM serves
+  one a clock). Wavefronts are counted from the access model over every warp, bank conflicts
+  included, each load site the compiler can vectorise (:func:`vector_width`) at
+  ``lds128_site_cost`` per 16-byte load (sqrt of it per 8-byte one); + ``tile_overhead_cycles``
+  per warp. Register tiling (kernel 04) reuses a loaded value for several FMAs, so it needs
+  fewer wavefronts per FMA and the same formula gives it a shorter k loop.
 
 Barriers wait for the slowest warp: per-warp skews are exponential (``load_skew_ns``,
 ``compute_skew_frac`` x the k loop) and a barrier passes at their maximum + ``barrier_ns``.
@@ -96,6 +98,7 @@ def _site_costs(sites: _Sites, lds128_cost: float) -> dict[str, Any]:
     widths = {rs.name: vector_width(config, rs.name, records) for rs in loads}
     if len(rec) == 0:
         return {
+            "load_wavefronts": 0.0,
             "store_wavefronts": 0,
             "store_factor": 1.0,
             "load_factor": 1.0,
@@ -112,6 +115,7 @@ def _site_costs(sites: _Sites, lds128_cost: float) -> dict[str, Any]:
         site = config.site(name).site
         cost[names == name] = lds128_cost ** (math.log2(width / site.width) / 2)
     return {
+        "load_wavefronts": float((waves * cost)[load].sum()),
         "store_wavefronts": int(waves[store].sum()),
         "store_factor": _ratio(waves[store].sum(), ideal[store].sum()),
         "load_factor": _ratio((waves * cost)[load].sum(), ideal[load].sum()),
@@ -127,12 +131,13 @@ def _ratio(a: float, b: float) -> float:
 def vector_width(config: KernelConfig, site: str, records: list[np.ndarray] | None = None) -> int:
     """Widest load (16, 8 bytes, else the site's own width) the compiler can use at ``site``.
 
-    A site's instances k, k + 1, ... (its unrolled inner loop) can merge into one vector load
-    of v instances when, in every warp, each lane's instance k + j lies j elements after
-    instance k, instance k's address is aligned to the vector, and the repeat count is a
-    multiple of v. ptxas agrees (tests/core/test_sass.py): kernel 02's A-tile load is LDS.128
-    at PAD 0 and 4, LDS.64 at PAD 2 and scalar at PAD 1; a load that walks a column never
-    merges. ``records``: every warp's ``access_records`` when the caller has them already.
+    The site's instances (its unrolled loops) can merge into vector loads of v instances when
+    they form chains in which, in every warp, each lane's next instance lies one element after
+    the last, every chain is a whole number of vectors long and starts aligned to the vector.
+    The chain need not follow k: kernel 04 reads As[row + r][k] for r < TM inside a k loop, and
+    ptxas merges the k direction. ptxas agrees (tests/core/test_sass.py): kernel 02's A-tile
+    load is LDS.128 at PAD 0 and 4, LDS.64 at PAD 2 and scalar at PAD 1; a load that walks a
+    column never merges. ``records``: every warp's ``access_records`` when the caller has them.
     """
     rs = config.site(site)
     elem, repeat = rs.site.width, rs.repeat
@@ -140,21 +145,31 @@ def vector_width(config: KernelConfig, site: str, records: list[np.ndarray] | No
         return elem
     if records is None:
         records = [access.access_records(config, w) for w in range(config.warps)]
-    # (warps, repeat, lanes): each warp's lane offsets at every instance, in k order
     row = {k: i for i, (name, k) in enumerate(config.program) if name == site}
-    order = [row[k] for k in range(repeat)]
-    offsets = np.stack([r["offsets"][order] for r in records]).astype(np.int64)
-    if not (offsets >= 0).any():
+    # (repeat, warps * lanes): every lane's offset at each instance
+    offsets = np.stack([r["offsets"][[row[k] for k in range(repeat)]] for r in records], axis=1)
+    offsets = offsets.reshape(repeat, -1).astype(np.int64)
+    active = offsets[0] >= 0
+    if not active.any() or np.any((offsets >= 0) != active):
         return elem
+    index = {offsets[k, active].tobytes(): k for k in range(repeat)}
+    after = [index.get((offsets[k, active] + elem).tobytes()) for k in range(repeat)]
+    has_before = {j for j in after if j is not None}
+    chains = []
+    for k in range(repeat):
+        if k in has_before:
+            continue
+        length, j = 1, after[k]
+        while j is not None and length <= repeat:
+            length, j = length + 1, after[j]
+        chains.append((k, length))
+    if sum(length for _, length in chains) != repeat:
+        return elem  # a cycle: not a layout any kernel has
     for width in (16, 8):
         v = width // elem
-        if v < 2 or repeat % v:
-            continue
-        group = offsets.reshape(len(records), repeat // v, v, -1)
-        first = group[:, :, :1]
-        step = elem * np.arange(v)[None, None, :, None]
-        expected = np.where(first >= 0, first + step, -1)
-        if np.array_equal(group, expected) and np.all(first[first >= 0] % width == 0):
+        if v >= 2 and all(
+            length % v == 0 and np.all(offsets[k, active] % width == 0) for k, length in chains
+        ):
             return width
     return elem
 
@@ -206,8 +221,13 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     step_bytes = sum(config.staged_per_step.values()) * FLOAT_BYTES
     memory = step_bytes * min(sms, n_blocks) / (bandwidth * m["bandwidth_scale"])
     store = costs["store_wavefronts"] * m["store_cycles_per_wavefront"] / clk
-    fma_rate = device["fp32_fma_per_clk_per_sm"] * clk * m["inner_loop_efficiency"]
-    work = config.fmas_per_step * costs["load_factor"] / fma_rate
+    # The k loop is bound by the shared-memory pipe or by the FMA pipe. The SM serves
+    # fma_per_clk / 32 warp-FFMAs a clock; at inner_loop_efficiency = 1/8 it serves
+    # 2 x that x 1/8 = 1 shared wavefront a clock (the seed kernels need 2 per FFMA).
+    fma_per_clk = device["fp32_fma_per_clk_per_sm"]
+    wavefronts_per_clk = 2 * fma_per_clk / 32 * m["inner_loop_efficiency"]
+    lds = costs["load_wavefronts"] / wavefronts_per_clk
+    work = max(lds, config.fmas_per_step / fma_per_clk) / clk
     work += warps * m["tile_overhead_cycles"] / clk  # address math, LDG/STS, loop, per warp
     k_loop = max(work, config.step_depth * constant(device, "k_step_latency_cycles") / clk)
     load = m["load_latency_ns"] + memory + store

@@ -93,7 +93,7 @@ def _tiled(size: int, tile: int) -> RunRequest:
 def pad_latency(app: QApplication, settings: QSettings, repeats: int) -> list[float]:
     """Seconds from a pad change to the new throughput point, 1024^3, simulator backend."""
     window = _window(simulate(_tiled(1024, 32)), settings)
-    pad = window.controls.pad
+    pad = window.controls.params_boxes["pad"]
     _run_loop(1500)  # let the spare worker start, as it would have in a session
     times = []
     for i in range(repeats):

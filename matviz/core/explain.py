@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -128,6 +129,7 @@ def explain(
     state, k = timeline.block_phase(block, t_ns)
     begin, stop = timeline.phase_span(block, t_ns)
     n = trace.n_tiles
+    fill: dict[str, Any]  # the placeholders of one branch's template
     base = {"bx": bx, "by": by, "sm": sm, "t": k, "n": n, "threads": config.threads}
     smem = {"arrays": _arrays(config), "barrier": _barrier(config)}
     span = {"begin": fmt_ns(begin), "end": fmt_ns(stop), "dur": fmt_ns(stop - begin)}
@@ -169,7 +171,9 @@ def explain(
     elif state == BlockState.AT_BARRIER:
         prow = timeline.phase_row(block)
         second = prow is not None and t_ns >= trace.loaded[prow, k]
-        waits = timeline.waits_at(block, k)[:, int(second)]
+        at_barrier = timeline.waits_at(block, k)
+        assert at_barrier is not None  # the state exists only where waits were recorded
+        waits = at_barrier[:, int(second)]
         slow = int(np.argmin(waits))  # the warp that arrived last waited least
         others = np.delete(waits, slow)
         mean = float(others.mean()) if len(others) else 0.0
@@ -270,7 +274,9 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     used = per_sm[per_sm > 0]
     resident = metrics.max_resident(trace)
     waves = -(-len(trace.blocks) // resident) if resident else 0  # metrics.waves, reusing resident
-    fill = {"blocks": len(trace.blocks), "waves": waves, "resident": resident, "sms": len(used)}
+    fill: dict[str, Any] = {
+        "blocks": len(trace.blocks), "waves": waves, "resident": resident, "sms": len(used)
+    }
     fill |= {"lo": int(used.min()) if len(used) else 0, "hi": int(used.max()) if len(used) else 0}
     facts.append(tr(txt.FACT_WAVES if waves > 1 else txt.FACT_ONE_WAVE).format(**fill))
     occ = m.get("occupancy")

@@ -14,7 +14,7 @@ from matviz.errors import MatvizError
 from matviz.paths import KERNEL_DIR
 
 CATALOG = kernels()
-TILED = [name for name, k in CATALOG.items() if k.configure({}, 64, 64, 64).uses_shared]
+TILED = ["tiled", "tiled_transposed"]  # the seed's kernels: T x T tiles, parameters tile and pad
 
 
 # -- look-up -----------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ def test_every_allowed_configuration_fits_the_default_limits() -> None:
 # -- geometry ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(CATALOG))
+@pytest.mark.parametrize("name", ["naive", *TILED])
 def test_geometry_of_an_odd_shape(name: str) -> None:
     spec = get_kernel(name)
     geometry = spec.configure({"tile": 16}, 1000, 777, 333)
@@ -381,3 +381,24 @@ def test_naive_issues_two_loads_per_multiply_add() -> None:
         config = get_kernel("naive").configure({"tile": 16}, M, N, K)
         assert config.issued_bytes == 2 * M * N * K * 4
         assert config.formula_bytes == 2 * M * N * K * 4
+
+
+def test_register_tiling_block_is_not_its_tile() -> None:
+    # BM x BN = 64 x 64 outputs per block, TM = 8 per thread: 512 threads in a 1-D block
+    config = get_kernel("register_tiling_1d").configure({}, 1000, 777, 333)
+    assert config.block == (512, 1) and config.launch.c_tile == (64, 64)
+    assert config.grid == (13, 16)  # ceil(777 / 64), ceil(1000 / 64)
+    assert config.n_steps == 42  # ceil(333 / 8)
+    assert config.smem_bytes == (64 * 8 + 8 * 64) * 4
+    assert config.staged_per_step == {"A": 512, "B": 512}
+    assert config.fmas_per_step == 64 * 64 * 8
+    # a block re-reads its row band of A and column band of B: mnk(1/BN + 1/BM) on multiples
+    exact = get_kernel("register_tiling_1d").configure({}, 128, 192, 64)
+    assert exact.issued_bytes == exact.formula_bytes == 128 * 192 * 64 * (1 / 64 + 1 / 64) * 4
+
+
+def test_register_tiling_constraints_are_checked() -> None:
+    with pytest.raises(MatvizError, match="threads per block must be 32 to 512"):
+        get_kernel("register_tiling_1d").resolve_params({"BM": 128, "BN": 128, "TM": 8})
+    # every other combination of the allowed values launches
+    assert len(get_kernel("register_tiling_1d").configurations()) == 8

@@ -58,6 +58,7 @@ MATRIX = [
 ]
 KERNEL_LEVELS = [(name, level) for name in CATALOG for level in LEVELS]
 TILED = [name for name in CATALOG if _config(name, {}).uses_shared]
+SEED_TILED = ["tiled", "tiled_transposed"]
 
 
 def _build(item: tuple[str, ParamKey, int]) -> CompileReport | MatvizError:
@@ -134,7 +135,7 @@ def test_compiled_smem_equals_the_description(builds, name: str, level: int) -> 
 
 
 @needs_nvcc
-@pytest.mark.parametrize("name", TILED)
+@pytest.mark.parametrize("name", SEED_TILED)
 def test_tiled_smem_is_two_padded_tiles(builds, name: str) -> None:
     # Worked by hand: two float[T][T+P] arrays, e.g. T=32, P=1 -> 2 * 32 * 33 * 4 = 8448 bytes.
     report = builds[(name, (("tile", 32), ("pad", 1)), 0)]
@@ -168,7 +169,9 @@ def test_ptx_instrumentation_matches_level(builds, name: str, level: int) -> Non
             assert n_params == 6, params
             for register in ("%globaltimer", "%smid", "%clock"):
                 assert register not in text, (params, register)
-            assert len(re.findall(r"\bst\.global", text)) == 1, params
+            # only C is stored: no 64-bit block records, no vector phase stamps
+            stores = re.findall(r"\bst\.global(\.\w+)+", text)
+            assert stores and set(stores) == {".f32"}, (params, stores)
         else:
             # MV_TRACE_PARAMS adds 4 buffers + 5 ints; the signature is the same at 1, 2, 3.
             assert n_params == 6 + 9, params

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from matviz.backends.contract import RunRequest
 from matviz.backends.simulator import simulate
 from matviz.core.metrics import max_resident
 from matviz.core.timeline import BlockState, Timeline, _fifo_slots
@@ -91,7 +92,8 @@ def test_states_match_reference_on_random_traces(make_trace, seed, gx, gy, n_til
 
 @pytest.mark.parametrize("kernel", ["tiled", "naive", "tiled_transposed"])
 def test_states_match_reference_on_simulated_traces(kernel):
-    trace = simulate(kernel, 64, 48, 80, tile=16, level=3, budget_bytes=2000)  # some sampled out
+    # a small budget: some blocks are sampled out
+    trace = simulate(RunRequest(kernel, 64, 48, 80, {"tile": 16}, level=3, budget_bytes=2000))
     times = probe_times(trace)
     check_against_reference(trace, times[:: max(1, len(times) // 300)])
 
@@ -330,7 +332,7 @@ def test_sm_slots_on_random_overlapping_blocks(make_trace, seed):
 
 
 def test_sm_slots_on_a_simulated_schedule():
-    trace = simulate("tiled", 1024, 1024, 256, tile=16, level=1)
+    trace = simulate(RunRequest("tiled", 1024, 1024, 256, {"tile": 16}, level=1))
     slots, used = Timeline(trace).sm_slots()
     check_slots(trace.blocks, slots, used)
     assert used <= trace.manifest["occupancy"]["blocks_per_sm"]
@@ -353,7 +355,7 @@ def _timed(fn, repeat: int = 20) -> float:
 )
 def test_states_speed(shape, tile, budget):
     kwargs = {"budget_bytes": budget} if budget else {}
-    trace = simulate("tiled", *shape, tile=tile, level=3, **kwargs)
+    trace = simulate(RunRequest("tiled", *shape, {"tile": tile}, level=3, **kwargs))
     tl = Timeline(trace)
     times = np.linspace(0, trace.duration_ns, 41)
 
