@@ -3,9 +3,10 @@
 // MV_LEVEL (compile time) picks what a kernel records:
 //   0 timing       nothing at all: no extra parameters, no timer reads, no stores.
 //   1 blocks       per block: %globaltimer at start and end, clock64 at both, %smid.
-//   2 phases       + per k-tile: clock when loads are issued, after barrier 1, after barrier 2,
-//                  for every block with blockId % mv_phase_every == 0. Those blocks run a copy
-//                  of the kernel body that stamps (MV_STAMPED); the others run the plain copy.
+//   2 phases       + per k-step: the clock at each mark the kernel's description names (for the
+//                  seed kernels: loads issued, barrier 1 passed, barrier 2 passed), for every
+//                  block with blockId % mv_phase_every == 0. Those blocks run a copy of the
+//                  kernel body that stamps (MV_STAMPED); the others run the plain copy.
 //   3 diagnostics  + per-warp barrier waits (blocks with blockId % mv_warp_every == 0)
 //                  + the shared-memory probe: for block mv_probe_block, warp mv_probe_warp and
 //                    k-tile mv_probe_ktile, the byte offset every lane touches at each site.
@@ -13,7 +14,7 @@
 // The kernel's description (kernels/NN_name.py) is the one place that numbers its probe slots
 // and barriers; matviz passes them as defines: MV_SITE_<site> is the first slot of a site (its
 // k-th instance writes slot MV_SITE_<site> + k), MV_PROBE_SLOTS the total, MV_BARRIERS the
-// barriers per k-step.
+// barriers per k-step, MV_CHANNELS the k-step's channels of marks (see MV_STEPS_BEGIN).
 //
 // Why two clocks: %globaltimer is synchronised across SMs (32 ns ticks on the H200) but slow
 // to read inside the latency-bound k loop; clock64 is one cheap CS2R but per SM. Blocks are
@@ -23,8 +24,9 @@
 // Buffers:
 //   mv_blocks  u64 [blocks][6]  gt_start, gt_end (last warp), clk_start, clk_end (warp 0),
 //                               smid, gt_end of warp 0
-//   mv_phases  u32 [blocks / mv_phase_every][n_tiles][2]   issue clock, (loaded - issue) |
-//                                                           (computed - issue) << 16, cycles
+//   mv_phases  u32 [blocks / mv_phase_every][n_steps][MV_CHANNELS][2]   per channel: its first
+//                  mark's clock, then (mark 1 - first) | (mark 2 - first) << 16, in cycles
+//                  (seed kernels, one channel: issue, (loaded - issue) | (computed - issue) << 16)
 //   mv_warps   u32 [blocks / mv_warp_every][n_tiles][warps][MV_BARRIERS] cycles each warp
 //                                                  waited at each barrier of the k-step
 //   mv_probe   u32 [1 + MV_PROBE_SLOTS][32]  row 0 lane 0: shared base; row 1+s: offsets at slot s
@@ -140,54 +142,106 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
 #define MV_RUN(body, ...) body<false>(__VA_ARGS__ MV_TRACE_ARGS);
 #endif
 
+#ifndef MV_CHANNELS
+#define MV_CHANNELS 1
+#endif
+
 #if MV_LEVEL >= 2
-// Per-tile stamps never touch memory inside the k loop: a store there queues behind the
-// tile's shared-memory traffic and stalls warp 0, and every other warp then waits for it at
-// the next barrier. Lane (t % 32) of warp 0 keeps tile t in two registers, the issue clock and
-// the loaded and computed offsets from it in 16 bits each (saturating at 0xFFFF cycles), and
-// the warp flushes 32 tiles at once with one coalesced 8-byte-per-lane store.
-// Two clock reads per tile, not three: passing barrier 2 of tile t is the top of tile t + 1,
-// so its issue stamp closes tile t too, and one read after the loop closes the last tile.
-// A third read after barrier 2 cost 6% at T=32 on the H200: ptxas then stops overlapping the
-// last multiply-adds of a tile with the barrier wait.
+// Per-step stamps never touch memory inside the k loop: a store there queues behind the
+// tile's shared-memory traffic and stalls the stamping warp, and every other warp then waits
+// for it at the next barrier. A k-step's marks come in channels (the description's
+// kstep.channels, numbered from 0): a channel is one sequence of steps, stamped in order by one
+// warp, and several channels overlap when several k-steps are in flight (double buffering: the
+// copy of step t + 1 beside the compute of step t). For channel c, lane (t % 32) of its warp
+// keeps step t in two registers: the clock at the channel's first mark and the offsets of its
+// marks 1 and 2 from it in 16 bits each (saturating at 0xFFFF cycles); the warp flushes 32
+// steps at once with one coalesced 8-byte-per-lane store.
+//
+//   MV_STEPS_BEGIN(n_steps)          once, before the k loop
+//   MV_CHANNEL(c, warp)              once per channel: channel c is stamped by warp `warp`
+//   MV_STEP_BEGIN(c, t)              first mark of step t (also flushes steps t - 32 .. t - 1)
+//   MV_STEP_BEGIN_CHAINED(c, t, j)   the same, and closes step t - 1 at its mark j (1 or 2)
+//   MV_STEP_MARK(c, t, j)            mark j (1 or 2) of step t
+//   MV_CHANNEL_FLUSH(c)              after the loop: stores the last steps
+//   MV_CHANNEL_FLUSH_CHAINED(c, j)   after the loop: closes the last step at mark j and stores
+//
+// c and j are literals (they name registers by token pasting). A chained channel's last mark
+// of step t is the same instant as its first mark of step t + 1, so one clock read serves both:
+// the seed kernels stamp two clock reads per tile, not three, because passing barrier 2 of tile
+// t is the top of tile t + 1 (a third read after barrier 2 cost 6% at T=32 on the H200: ptxas
+// then stops overlapping the last multiply-adds of a tile with the barrier wait). An unchained
+// channel stamps its last mark with MV_STEP_MARK.
+// Clocks of different warps disagree (see MV_WARPS_BEGIN), and the recorder anchors every mark
+// with warp 0's clock, so channels are stamped by warp 0 unless their times are only compared
+// with each other.
 #define MV_SPAN16(from, now) min((now) - (from), 0xFFFFu)
-#define MV_PHASES_BEGIN(n_tiles)                                                        \
-    const bool mv_phase_on = MV_STAMPED && MV_TID < 32;                                 \
-    const int mv_n_tiles = (n_tiles);                                                   \
-    uint2 *const mv_phase_row = reinterpret_cast<uint2 *>(mv.phases) +                  \
-                                (size_t)(MV_BID / mv.phase_every) * mv_n_tiles;         \
-    const unsigned int mv_lane = MV_TID & 31;                                           \
-    unsigned int mv_issue = 0, mv_spans = 0;
-#define MV_MARK_ISSUED(t)                                                               \
-    if (mv_phase_on) {                                                                  \
+#define MV_PUT_1(c, span) mv_spans_##c = (span)
+#define MV_PUT_2(c, span) mv_spans_##c |= (span) << 16
+#define MV_STEP_SLOT(c, step) mv_step_row[(step) * MV_CHANNELS + (c)]
+#define MV_STEPS_BEGIN(n_steps)                                                         \
+    const int mv_n_tiles = (n_steps);                                                   \
+    uint2 *const mv_step_row = reinterpret_cast<uint2 *>(mv.phases) +                   \
+                               (size_t)(MV_BID / mv.phase_every) * mv_n_tiles * MV_CHANNELS; \
+    const unsigned int mv_lane = MV_TID & 31;
+#define MV_CHANNEL(c, warp)                                                             \
+    static_assert((c) >= 0 && (c) < MV_CHANNELS, "channel " #c " >= MV_CHANNELS");      \
+    const bool mv_on_##c = MV_STAMPED && MV_TID - 32u * (warp) < 32u;                   \
+    unsigned int mv_first_##c = 0, mv_spans_##c = 0;
+#define MV_STEP_BEGIN_CHAINED(c, t, j)                                                  \
+    if (mv_on_##c) {                                                                    \
         const unsigned int mv_now = mv_clock();                                         \
         if ((t) > 0) {                                                                  \
-            if (mv_lane == (((t) - 1) & 31)) mv_spans |= MV_SPAN16(mv_issue, mv_now) << 16; \
-            if (((t) & 31) == 0) mv_phase_row[(t) - 32 + mv_lane] = make_uint2(mv_issue, mv_spans); \
+            if (mv_lane == (((t) - 1) & 31)) MV_PUT_##j(c, MV_SPAN16(mv_first_##c, mv_now)); \
+            if (((t) & 31) == 0)                                                        \
+                MV_STEP_SLOT(c, (t) - 32 + mv_lane) = make_uint2(mv_first_##c, mv_spans_##c); \
         }                                                                               \
-        if (mv_lane == ((t) & 31)) mv_issue = mv_now;                                   \
+        if (mv_lane == ((t) & 31)) mv_first_##c = mv_now;                               \
     }
-#define MV_MARK_LOADED(t)                                                               \
-    if (mv_phase_on) {                                                                  \
-        const unsigned int mv_span = MV_SPAN16(mv_issue, mv_clock());                   \
-        if (mv_lane == ((t) & 31)) mv_spans = mv_span;                                  \
+#define MV_STEP_BEGIN(c, t)                                                             \
+    if (mv_on_##c) {                                                                    \
+        const unsigned int mv_now = mv_clock();                                         \
+        if ((t) > 0 && ((t) & 31) == 0)                                                 \
+            MV_STEP_SLOT(c, (t) - 32 + mv_lane) = make_uint2(mv_first_##c, mv_spans_##c); \
+        if (mv_lane == ((t) & 31)) mv_first_##c = mv_now;                               \
     }
-// Closes the last tile as MV_MARK_ISSUED closes the others. Not one shared macro: written
-// once with a general flush condition, ptxas emits 3-6 more instructions per tile (sm_90).
-#define MV_MARK_LAST_COMPUTED()                                                         \
-    if (mv_phase_on && mv_n_tiles > 0) {                                                \
+#define MV_STEP_MARK(c, t, j)                                                           \
+    if (mv_on_##c) {                                                                    \
+        const unsigned int mv_span = MV_SPAN16(mv_first_##c, mv_clock());               \
+        if (mv_lane == ((t) & 31)) MV_PUT_##j(c, mv_span);                              \
+    }
+// The flush after the loop is not folded into the first-mark macros: written once with a
+// general flush condition, ptxas emits 3-6 more instructions per tile (sm_90).
+#define MV_CHANNEL_FLUSH_CHAINED(c, j)                                                  \
+    if (mv_on_##c && mv_n_tiles > 0) {                                                  \
         const unsigned int mv_last = (mv_n_tiles - 1) & 31;                             \
         const unsigned int mv_now = mv_clock();                                         \
-        if (mv_lane == mv_last) mv_spans |= MV_SPAN16(mv_issue, mv_now) << 16;          \
+        if (mv_lane == mv_last) MV_PUT_##j(c, MV_SPAN16(mv_first_##c, mv_now));         \
         if (mv_lane <= mv_last)                                                         \
-            mv_phase_row[((mv_n_tiles - 1) & ~31) + mv_lane] = make_uint2(mv_issue, mv_spans); \
+            MV_STEP_SLOT(c, ((mv_n_tiles - 1) & ~31) + mv_lane) =                       \
+                make_uint2(mv_first_##c, mv_spans_##c);                                 \
+    }
+#define MV_CHANNEL_FLUSH(c)                                                             \
+    if (mv_on_##c && mv_n_tiles > 0) {                                                  \
+        const unsigned int mv_last = (mv_n_tiles - 1) & 31;                             \
+        if (mv_lane <= mv_last)                                                         \
+            MV_STEP_SLOT(c, ((mv_n_tiles - 1) & ~31) + mv_lane) =                       \
+                make_uint2(mv_first_##c, mv_spans_##c);                                 \
     }
 #else
-#define MV_PHASES_BEGIN(n_tiles)
-#define MV_MARK_ISSUED(t)
-#define MV_MARK_LOADED(t)
-#define MV_MARK_LAST_COMPUTED()
+#define MV_STEPS_BEGIN(n_steps)
+#define MV_CHANNEL(c, warp)
+#define MV_STEP_BEGIN_CHAINED(c, t, j)
+#define MV_STEP_BEGIN(c, t)
+#define MV_STEP_MARK(c, t, j)
+#define MV_CHANNEL_FLUSH_CHAINED(c, j)
+#define MV_CHANNEL_FLUSH(c)
 #endif
+
+// The seed kernels' one chained channel (issue, loaded, computed), stamped by warp 0.
+#define MV_PHASES_BEGIN(n_tiles) MV_STEPS_BEGIN(n_tiles) MV_CHANNEL(0, 0)
+#define MV_MARK_ISSUED(t) MV_STEP_BEGIN_CHAINED(0, t, 2)
+#define MV_MARK_LOADED(t) MV_STEP_MARK(0, t, 1)
+#define MV_MARK_LAST_COMPUTED() MV_CHANNEL_FLUSH_CHAINED(0, 2)
 
 #if MV_LEVEL >= 3
 // The probe needs registers; a 1024-thread block must still fit (<= 64 registers a thread).

@@ -213,7 +213,7 @@ class FrameRenderer:
         b = trace.blocks[block]
         colour = palette.hexcolor(palette.STATE_COLORS.get(state, palette.FOREGROUND))
         phase = f"<span style='color:{colour}'>&#9632;</span> <b>"
-        phase += tr(palette.STATE_NAMES.get(state, "running")) + "</b>"
+        phase += palette.state_text(self.timeline, block, t_ns, state) + "</b>"
         if ktile >= 0 and state != BlockState.DONE:
             phase += ", " + tr("k-tile {k}").format(k=ktile + 1) + f"/{trace.n_tiles}"
         params = trace.config.kernel.labels(trace.config.params)

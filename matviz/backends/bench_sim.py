@@ -30,7 +30,7 @@ def bench(request: RunRequest, repeats: int) -> float:
     print(
         f"{config.kernel.name} {request.M}x{request.N}x{request.K} "
         f"{config.kernel.labels(config.params)} level={request.level}: {len(trace.blocks)} "
-        f"blocks, {trace.issue.size} phase marks per array; simulated "
+        f"blocks, {trace.marks.size} phase marks; simulated "
         f"{stats['time_ms_median']:.3f} ms = {stats['gflops']:.0f} GFLOP/s; wall {best:.3f} s "
         f"(best of {repeats})"
     )

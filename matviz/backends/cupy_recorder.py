@@ -104,11 +104,13 @@ class Recorder:
     def _trace_buffers(self) -> _Buffers:
         c, req = self.config, self.request
         steps = max(c.n_steps, 1)
-        phase_every = sampling.phase_every(c.n_blocks, c.n_steps, req.budget_bytes, req.phase_every)
+        phase_every = sampling.phase_every(
+            c.n_blocks, c.n_steps, req.budget_bytes, req.phase_every, marks=len(c.marks)
+        )
         warp_every = sampling.warp_every(c.n_blocks, phase_every)
         phase_rows = self._rows(phase_every) if req.level >= 2 else 0
         warp_rows = self._rows(warp_every) if req.level >= 3 else 0
-        words = phase_rows * steps * trace_decode.PHASE_WORDS
+        words = phase_rows * steps * trace_decode.step_words(c)  # [rows][steps][channels][2]
         barriers = max(c.n_barriers, 1)
         return _Buffers(
             phase_every=phase_every,
@@ -189,8 +191,8 @@ class Recorder:
         times = self._decode_times(buf)
         arrays = {"blocks": times.blocks, **self._decode_phases(buf, times, timeline_level)}
         if timeline_level >= 2 and c.n_steps:
-            words = self._rows(buf.phase_every) * c.n_steps * trace_decode.PHASE_WORDS
-            stats["saturated_phase_spans"] = trace_decode.saturated_spans(buf.phases.get()[:words])
+            raw = buf.phases.get()[: self._mark_words(buf)]
+            stats["saturated_phase_spans"] = trace_decode.saturated_spans(raw, c)
         span_ns = int(times.blocks["end"].max())
         stats.update(span_ns=span_ns, event_ms=event_ms, span_vs_event=span_ns / 1e6 / event_ms)
         probe_info = None
@@ -281,11 +283,15 @@ class Recorder:
         c = self.config
         if level < 2 or not c.n_steps:
             return {}
-        words = self._rows(buf.phase_every) * c.n_steps * trace_decode.PHASE_WORDS
-        pb, issue, loaded, computed = trace_decode.decode_phases(
-            buf.phases.get()[:words], buf.phase_every, c.n_steps, times
+        phase_blocks, marks = trace_decode.decode_marks(
+            buf.phases.get()[: self._mark_words(buf)], buf.phase_every, c.n_steps, c, times
         )
-        return {"phase_blocks": pb, "issue": issue, "loaded": loaded, "computed": computed}
+        return {"phase_blocks": phase_blocks, "marks": marks}
+
+    def _mark_words(self, buf: _Buffers) -> int:
+        """uint32 words of the marks buffer that the sampled blocks fill."""
+        c = self.config
+        return self._rows(buf.phase_every) * c.n_steps * trace_decode.step_words(c)
 
     def _rows(self, every: int) -> int:
         return sampling.sampled_blocks(self.config.n_blocks, every)

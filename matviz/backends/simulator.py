@@ -11,7 +11,7 @@ Per configuration (constants from the device file's ``model`` section):
   recordings' blocks-per-SM split (floor or ceil of blocks / SMs) and their first-wave staircase.
 * Jitter is small, as on the hardware: each block's summed barrier skews (a gamma matched to the
   per-tile maxima) and a per-SM speed factor (normal, ``sm_speed_spread``) common to its slots.
-* Phase marks: a block's k-tiles in its alone proportions (issue -> loaded -> computed, with
+* Phase marks: a block's k-tiles in its alone proportions (load phase, then compute phase, with
   ``block_prologue_ns`` before the first and ``block_epilogue_ns`` after the last), placed on
   its real progress: slow while younger blocks' shares are small, fast once it is the oldest.
 
@@ -113,7 +113,9 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
 
     budget = request.budget_bytes
     every = (
-        sampling.phase_every(n_blocks, n_tiles, budget, request.phase_every) if level >= 2 else 1
+        sampling.phase_every(n_blocks, n_tiles, budget, request.phase_every, len(config.marks))
+        if level >= 2
+        else 1
     )
     warp_every = sampling.warp_every(n_blocks, every) if level >= 3 else 1
     phase_rows = np.arange(0, n_blocks, every) if level >= 2 and n_tiles else np.zeros(0, int)
@@ -143,21 +145,27 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
         issue = np.empty_like(marks[:, 0::2])
         issue[:, 0] = np.rint(begin)
         issue[:, 1:] = marks[:, 1:-1:2]  # a tile's loads go out when the last one is computed
-        loaded, computed = marks[:, 0::2], marks[:, 1::2]
+        # The model's k-step (see _check_kstep): a loading phase ending at barrier 0, then a
+        # computing phase ending at barrier 1, chained: the marks are issue, loaded, computed.
+        load, compute = config.phases
+        stamped = np.empty(issue.shape + (len(config.marks),), np.int64)
+        stamped[:, :, load.begin] = issue
+        stamped[:, :, load.end] = marks[:, 0::2]
+        stamped[:, :, compute.end] = marks[:, 1::2]
         arrays.update(
             phase_blocks=phase_rows.astype(np.int64),
-            issue=np.ascontiguousarray(issue[:n_phase]),
-            loaded=np.ascontiguousarray(loaded[:n_phase]),
-            computed=np.ascontiguousarray(computed[:n_phase]),
+            marks=np.ascontiguousarray(stamped[:n_phase]),
         )
     if len(warp_rows):
         where = _positions(detail, warp_rows)
-        released = np.stack([loaded[where], computed[where]], axis=-1)
-        begins = np.stack([issue[where], loaded[where]], axis=-1)
+        released = np.stack([stamped[where, :, ph.end] for ph in (load, compute)], axis=-1)
+        begins = np.stack([stamped[where, :, ph.begin] for ph in (load, compute)], axis=-1)
         arrive = warp_arrivals(rng_warp, model, skews[where], released, begins)
+        waits = np.maximum(released[:, :, None, :] - arrive, 0)
+        order = np.argsort([load.barrier, compute.barrier])  # barrier_wait's last axis
         arrays.update(
             warp_blocks=warp_rows.astype(np.int64),
-            barrier_wait=np.maximum(released[:, :, None, :] - arrive, 0),
+            barrier_wait=np.ascontiguousarray(waits[..., order]),
         )
     probe = None
     if level >= 3:
@@ -210,14 +218,16 @@ def _positions(detail: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def _check_kstep(config: KernelConfig) -> None:
-    """The model's k-step: one channel of three marks, a load then a compute phase, each
-    closed by a barrier (the trace's issue, loaded and computed arrays)."""
+    """The model's k-step: one chained channel of three marks, a loading phase from the first
+    to the second, then a computing phase from the second to the third, each closed by a
+    barrier; the trace's ``marks`` hold them in the description's order."""
     ks = config.kstep
     if ks is None:
         return
     marks = ks.channels[0]
     fits = (
         len(ks.channels) == 1
+        and ks.chained
         and len(marks) == 3
         and [(ph.begin, ph.end, ph.state) for ph in ks.phases]
         == [(marks[0], marks[1], "loading"), (marks[1], marks[2], "computing")]

@@ -68,31 +68,60 @@ def clock_marks_to_ns(marks: np.ndarray, rows: np.ndarray, times: BlockTimes) ->
     return np.clip(ns, start, end)
 
 
-PHASE_WORDS = 2  # issue clock, (loaded - issue) | (computed - issue) << 16
-SPAN_SATURATED = 0xFFFF  # the kernel clamps a phase offset of 65535 cycles or more to this
+CHANNEL_WORDS = 2  # per channel and step: first mark's clock, (mark 1 | mark 2 << 16) - first
+SPAN_SATURATED = 0xFFFF  # the kernel clamps a mark's offset of 65535 cycles or more to this
+MAX_CHANNEL_MARKS = 3  # the first mark and two 16-bit offsets
 
 
-def decode_phases(
-    raw: np.ndarray, every: int, n_tiles: int, times: BlockTimes
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """raw: uint32 [rows, n_tiles, 2] -> (phase_blocks, issue, loaded, computed)."""
+def step_words(config: KernelConfig) -> int:
+    """uint32 words one block's row holds per k-step: two per channel."""
+    return max(len(config.channel_marks), 1) * CHANNEL_WORDS
+
+
+def _channels(config: KernelConfig) -> tuple[tuple[int, ...], ...]:
+    channels = config.channel_marks
+    if not channels:
+        raise ValueError(f"{config.kernel.name} has no k-step marks to decode")
+    for marks in channels:
+        if not 1 <= len(marks) <= MAX_CHANNEL_MARKS:
+            raise ValueError(f"a channel holds 1 to {MAX_CHANNEL_MARKS} marks, not {len(marks)}")
+    return channels
+
+
+def decode_marks(
+    raw: np.ndarray, every: int, n_steps: int, config: KernelConfig, times: BlockTimes
+) -> tuple[np.ndarray, np.ndarray]:
+    """raw: uint32 [rows, n_steps, channels, 2] -> (phase_blocks, marks int64 ns).
+
+    ``marks[i, t, m]`` is mark ``m`` (the order of ``config.marks``: channels concatenated) of
+    k-step ``t`` of block ``phase_blocks[i]``, in ns from kernel start.
+    """
+    channels = _channels(config)
     n_blocks = len(times.blocks)
     phase_blocks = np.arange(0, n_blocks, every, dtype=np.int64)
-    raw = np.asarray(raw, np.uint32).reshape(len(phase_blocks), n_tiles, PHASE_WORDS)
-    issue = raw[..., 0]
-    clocks = np.stack(
-        [issue, issue + (raw[..., 1] & SPAN_SATURATED), issue + (raw[..., 1] >> 16)], axis=-1
-    )
-    ns = clock_marks_to_ns(clocks, phase_blocks, times)
-    return phase_blocks, ns[..., 0], ns[..., 1], ns[..., 2]
+    shape = (len(phase_blocks), n_steps, len(channels), CHANNEL_WORDS)
+    raw = np.asarray(raw, np.uint32).reshape(shape)
+    clocks = np.zeros((*shape[:2], len(config.marks)), np.uint32)
+    for c, marks in enumerate(channels):
+        first, spans = raw[:, :, c, 0], raw[:, :, c, 1]
+        offsets = (np.zeros_like(spans), spans & SPAN_SATURATED, spans >> 16)
+        for index, offset in zip(marks, offsets, strict=False):
+            clocks[..., index] = first + offset  # modulo 2**32, as the clock low word wraps
+    return phase_blocks, clock_marks_to_ns(clocks, phase_blocks, times)
 
 
-def saturated_spans(raw: np.ndarray) -> int:
-    """How many loaded/computed offsets hit the 16-bit ceiling (each is then a lower bound)."""
-    spans = np.asarray(raw, np.uint32).reshape(-1, PHASE_WORDS)[:, 1]
-    return int(np.count_nonzero((spans & SPAN_SATURATED) == SPAN_SATURATED)) + int(
-        np.count_nonzero((spans >> 16) == SPAN_SATURATED)
-    )
+def saturated_spans(raw: np.ndarray, config: KernelConfig) -> int:
+    """How many mark offsets hit the 16-bit ceiling (each is then a lower bound)."""
+    channels = _channels(config)
+    words = np.asarray(raw, np.uint32).reshape(-1, len(channels), CHANNEL_WORDS)
+    count = 0
+    for c, marks in enumerate(channels):
+        spans = words[:, c, 1]
+        if len(marks) > 1:
+            count += int(np.count_nonzero((spans & SPAN_SATURATED) == SPAN_SATURATED))
+        if len(marks) > 2:
+            count += int(np.count_nonzero((spans >> 16) == SPAN_SATURATED))
+    return count
 
 
 def decode_waits(

@@ -1,6 +1,6 @@
 """Export benchmark (not a test): ``python -m matviz.bench.export [--size 4096] [--seconds 10]``.
 
-Simulates a 4096^3 T=32 trace (level 3: 16,384 blocks, ~2.1 M phase marks, a bank probe) and
+Simulates a 4096^3 T=32 trace (level 3: 16,384 blocks, ~2.1 M k-tiles of 3 marks, a probe) and
 exports ``--view all`` at 1280x720 and 30 fps for 10 s as GIF and as MP4, printing the seconds
 each took (target: at most 30 s each on a 2-core machine), the file sizes, and the time of the
 Perfetto JSON export of the same trace.
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     trace = simulate(RunRequest("tiled", n, n, n, params={"tile": args.tile, "pad": 0}, level=3))
     print(
         f"simulated tiled {args.size}^3 T={args.tile}: {len(trace.blocks)} blocks, "
-        f"{trace.issue.size} phase marks ({time.perf_counter() - t0:.1f} s)"
+        f"{trace.marks.size} phase marks ({time.perf_counter() - t0:.1f} s)"
     )
     frames = round(args.fps * args.seconds)
     with tempfile.TemporaryDirectory(prefix="matviz-bench-") as tmp:
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             _timed(label, lambda o=opts, p=out: ExportJob(trace, o, p).run())
         if not args.no_perfetto:
             out = Path(tmp) / "bench.json"
-            label = f"perfetto: {trace.issue.size} k-tiles"
+            label = f"perfetto: {trace.marks.shape[0] * trace.n_tiles} k-tiles"
             _timed(label, lambda: (write_perfetto(trace, out), out)[1])
     return 0
 

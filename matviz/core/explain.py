@@ -18,7 +18,7 @@ import numpy as np
 from matviz.core import banks, metrics
 from matviz.core import explain_texts as txt
 from matviz.core.explain_texts import TEMPLATES  # noqa: F401  (the app and tests use it here)
-from matviz.core.kernel import KernelConfig
+from matviz.core.kernel import KernelConfig, PhaseMarks
 from matviz.core.timeline import BlockState, Timeline
 from matviz.core.trace import Trace
 
@@ -59,10 +59,28 @@ def _arrays(config: KernelConfig) -> str:
     return ", ".join(arr.name for arr in config.shared)
 
 
-def _barrier(config: KernelConfig, index: int = 0) -> str:
-    """The name of the k-step's barrier ``index`` ('__syncthreads'), as the description says."""
-    names = [ph.barrier for ph in config.kstep.barriers] if config.kstep else []
-    return names[min(index, len(names) - 1)] if names else "__syncthreads"
+def _which(phase: PhaseMarks, tr: Tr) -> dict[str, Any]:
+    """The barrier that ends ``phase``: its name as the description gives it ('__syncthreads'),
+    its number among the k-step's barriers, and that number as a word ('first')."""
+    number = phase.barrier + 1
+    which = txt.ORDINALS.get(number)
+    return {
+        "barrier": phase.phase.barrier,
+        "number": number,
+        "which": tr(which) if which else tr(txt.ORDINAL_N).format(number=number),
+    }
+
+
+def _staged(config: KernelConfig, phase: PhaseMarks) -> dict[str, int]:
+    """Elements of A and of B the block copies into shared memory during ``phase``, per k-step
+    (the description's store sites of that phase)."""
+    out: dict[str, int] = {}
+    for rs in config.sites:
+        if rs.site.kind == "store" and rs.site.source is not None and rs.site.phase == phase.name:
+            arr = config.array(rs.site.array)
+            elems = rs.repeat * config.threads * (rs.site.width // arr.elem_bytes)
+            out[arr.source] = out.get(arr.source, 0) + elems
+    return out
 
 
 def _per_thread(config: KernelConfig) -> float:
@@ -129,9 +147,13 @@ def explain(
     state, k = timeline.block_phase(block, t_ns)
     begin, stop = timeline.phase_span(block, t_ns)
     n = trace.n_tiles
+    in_phase = state in (BlockState.LOADING, BlockState.AT_BARRIER, BlockState.COMPUTING)
+    phase = timeline.phase_at(block, t_ns) if in_phase else None
     fill: dict[str, Any]  # the placeholders of one branch's template
     base = {"bx": bx, "by": by, "sm": sm, "t": k, "n": n, "threads": config.threads}
-    smem = {"arrays": _arrays(config), "barrier": _barrier(config)}
+    if phase is not None:
+        base["phase"] = phase.name
+    smem = {"arrays": _arrays(config)}
     span = {"begin": fmt_ns(begin), "end": fmt_ns(stop), "dur": fmt_ns(stop - begin)}
     nums: dict[str, float | int | str] = {
         "block": block,
@@ -163,46 +185,66 @@ def explain(
             nums["blocks_per_sm"] = int(occ["blocks_per_sm"])
         title, concept, timed = txt.TITLE_WAITING, txt.CONCEPT_WAITING, False
         nums |= {"wave": wave, "waves": waves, "start_ns": start}
-    elif state == BlockState.LOADING:
-        staged = config.staged_per_step
-        fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
-        text = tr(txt.LOADING).format(**base, **smem, **fill)
-        title, concept = txt.TITLE_LOADING, txt.CONCEPT_LOADING
-    elif state == BlockState.AT_BARRIER:
-        prow = timeline.phase_row(block)
-        second = prow is not None and t_ns >= trace.loaded[prow, k]
+    elif phase is not None and state == BlockState.AT_BARRIER and phase.barrier >= 0:
         at_barrier = timeline.waits_at(block, k)
         assert at_barrier is not None  # the state exists only where waits were recorded
-        waits = at_barrier[:, int(second)]
+        waits = at_barrier[:, phase.barrier]
         slow = int(np.argmin(waits))  # the warp that arrived last waited least
         others = np.delete(waits, slow)
         mean = float(others.mean()) if len(others) else 0.0
         fill = {"slow": slow, "others": len(others), "max_wait": fmt_ns(waits.max())}
-        fill["mean_wait"] = fmt_ns(mean)
-        fill |= {"arrays": smem["arrays"], "barrier": _barrier(config, int(second))}
-        text = tr(txt.BARRIER_2 if second else txt.BARRIER_1).format(**base, **fill)
-        title = txt.TITLE_BARRIER_2 if second else txt.TITLE_BARRIER_1
-        concept = txt.CONCEPT_BARRIER_2 if second else txt.CONCEPT_BARRIER_1
-        nums |= {"barrier": 2 if second else 1, "slowest_warp": slow}
+        fill |= {"mean_wait": fmt_ns(mean), **smem, **_which(phase, tr)}
+        loading = phase.phase.state == "loading"
+        if loading and _staged(config, phase):
+            template = txt.BARRIER_LOADING
+        elif not loading and config.uses_shared:
+            template = txt.BARRIER_COMPUTING
+        else:
+            template = txt.BARRIER_OTHER
+        text = tr(template).format(**base, **fill)
+        title = txt.TITLE_BARRIER
+        base["number"] = fill["number"]
+        concept = txt.CONCEPT_BARRIER_LOADING if loading else txt.CONCEPT_BARRIER_COMPUTING
+        nums |= {"phase": phase.name, "barrier": fill["number"], "slowest_warp": slow}
         nums |= {"max_wait_ns": int(waits.max()), "mean_wait_ns": round(mean, 1)}
-    elif state == BlockState.COMPUTING:
-        products = _num(config.fmas_per_step / config.threads)
-        smem["barrier"] = _barrier(config, 1)  # the one that ends the compute phase
-        text = tr(txt.COMPUTING).format(**base, **smem, products=products)
-        title, concept = txt.TITLE_COMPUTING, txt.CONCEPT_COMPUTING
+    elif phase is not None:  # loading or computing, in one of the description's phases
+        staged = _staged(config, phase)
+        if phase.phase.state == "loading" and staged:
+            fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
+            text = tr(txt.LOADING).format(**base, **smem, **fill)
+            after = txt.LOADING_BARRIER
+        elif phase.phase.state == "computing" and config.uses_shared:
+            computing = sum(ph.phase.state == "computing" for ph in trace.layout.phases)
+            products = _num(config.fmas_per_step / config.threads / max(computing, 1))
+            text = tr(txt.COMPUTING).format(**base, **smem, products=products)
+            after = txt.COMPUTING_BARRIER
+        else:
+            text = tr(txt.IN_PHASE).format(**base)
+            after = txt.IN_PHASE_BARRIER
+        if phase.barrier >= 0:
+            text = _join(text, tr(after).format(**_which(phase, tr)))
+        title = txt.TITLE_PHASE
+        loading = state == BlockState.LOADING
+        concept = txt.CONCEPT_LOADING if loading else txt.CONCEPT_COMPUTING
+        nums["phase"] = phase.name
     elif state == BlockState.DONE:
         fill = {"end": fmt_ns(end), "run": fmt_ns(end - start)}
         rows, cols = config.launch.c_tile
         text = tr(txt.DONE).format(**base, **fill, c_elems=rows * cols)
         title, concept, timed = txt.TITLE_DONE, txt.CONCEPT_DONE, False
         nums["run_ns"] = end - start
-    elif (prow := timeline.phase_row(block)) is not None:  # a sampled block's prologue/epilogue
-        if t_ns < trace.issue[prow, 0]:
-            text = tr(txt.PROLOGUE).format(**base, next=fmt_ns(stop))
+    elif (prow := timeline.phase_row(block)) is not None:  # a sampled block outside its phases
+        marks = trace.marks[prow]  # (k-steps, marks)
+        if t_ns < marks[0].min():
+            text = tr(txt.PROLOGUE).format(**base, next=fmt_ns(int(marks[0].min())))
             title, concept = txt.TITLE_PROLOGUE, txt.CONCEPT_PROLOGUE
-        else:
+        elif t_ns >= marks[-1].max():
             text = tr(txt.EPILOGUE).format(**base)
             title, concept = txt.TITLE_EPILOGUE, txt.CONCEPT_EPILOGUE
+        else:  # between two k-steps of a channel whose steps do not follow at once
+            done = int(np.count_nonzero(marks.max(axis=1) <= t_ns))
+            text = tr(txt.BETWEEN_STEPS).format(**base, done=done)
+            title, concept = txt.TITLE_RUNNING, txt.CONCEPT_RUNNING
     elif config.kstep is not None:
         every = trace.manifest.get("sampling", {}).get("phase_every")
         if not isinstance(every, int):

@@ -6,10 +6,8 @@ same ``{placeholders}`` (a test checks both).
 
 # -- titles ---------------------------------------------------------------------------------
 TITLE_WAITING = "Block ({bx}, {by}): waiting"
-TITLE_LOADING = "Block ({bx}, {by}): loading k-tile t = {t}"
-TITLE_BARRIER_1 = "Block ({bx}, {by}): at barrier 1 of k-tile t = {t}"
-TITLE_BARRIER_2 = "Block ({bx}, {by}): at barrier 2 of k-tile t = {t}"
-TITLE_COMPUTING = "Block ({bx}, {by}): computing k-tile t = {t}"
+TITLE_PHASE = "Block ({bx}, {by}): {phase} of k-tile t = {t}"
+TITLE_BARRIER = "Block ({bx}, {by}): at barrier {number} of k-tile t = {t}"
 TITLE_DONE = "Block ({bx}, {by}): done"
 TITLE_RUNNING = "Block ({bx}, {by}): running"
 TITLE_PROLOGUE = "Block ({bx}, {by}): starting"
@@ -30,28 +28,43 @@ WAITING_OCCUPANCY = (
     "One SM holds at most {per_sm} blocks of this kernel at once (limited by {limiter}), "
     "{resident} on the whole GPU."
 )
+# The phases are the description's ({phase}: its name); {which} {barrier}: "first __syncthreads",
+# the barrier that ends the phase, counted over the k-step's barriers (ORDINALS).
 LOADING = (
-    "Block ({bx}, {by}) on SM {sm} is loading k-tile t = {t} of {n}: its {threads} threads "
-    "copy {a_elems} elements of A and {b_elems} of B into shared memory ({arrays}), then wait "
-    "at the first {barrier} so the tiles are complete before anyone reads them."
+    "Block ({bx}, {by}) on SM {sm} is loading k-tile t = {t} of {n} (its {phase} phase): its "
+    "{threads} threads copy {a_elems} elements of A and {b_elems} of B into shared memory "
+    "({arrays})."
 )
-BARRIER_1 = (
-    "Block ({bx}, {by}) on SM {sm} waits at the first {barrier} of k-tile t = {t}: warp "
-    "{slow} arrived last, and the other {others} warps waited up to {max_wait} for it "
-    "(on average {mean_wait}). The barrier opens only when every warp has stored its part of "
-    "{arrays}, so no thread reads an incomplete tile."
-)
-BARRIER_2 = (
-    "Block ({bx}, {by}) on SM {sm} waits at the second {barrier} of k-tile t = {t}: warp "
-    "{slow} finished its multiply-adds last, and the other {others} warps waited up to "
-    "{max_wait} for it (on average {mean_wait}). The barrier stops anyone overwriting "
-    "{arrays} with the next tile while another warp still reads them."
+LOADING_BARRIER = (
+    "Then they wait at the {which} {barrier}, so the tiles are complete before anyone reads them."
 )
 COMPUTING = (
-    "Block ({bx}, {by}) on SM {sm} is computing k-tile t = {t} of {n}: each of its {threads} "
-    "threads multiply-accumulates {products} products from {arrays} into sums kept in "
-    "registers; the second {barrier} stops anyone overwriting the tiles while another warp "
+    "Block ({bx}, {by}) on SM {sm} is computing k-tile t = {t} of {n} (its {phase} phase): "
+    "each of its {threads} threads multiply-accumulates {products} products from {arrays} "
+    "into sums kept in registers."
+)
+COMPUTING_BARRIER = (
+    "The {which} {barrier} at its end stops anyone overwriting the tiles while another warp "
     "still reads them."
+)
+IN_PHASE = "Block ({bx}, {by}) on SM {sm} is in the {phase} phase of k-tile t = {t} of {n}."
+IN_PHASE_BARRIER = "The phase ends at the {which} {barrier}."
+BARRIER_LOADING = (
+    "Block ({bx}, {by}) on SM {sm} waits at the {which} {barrier} of k-tile t = {t}, which "
+    "ends its {phase} phase: warp {slow} arrived last, and the other {others} warps waited up "
+    "to {max_wait} for it (on average {mean_wait}). The barrier opens only when every warp has "
+    "stored its part of {arrays}, so no thread reads an incomplete tile."
+)
+BARRIER_COMPUTING = (
+    "Block ({bx}, {by}) on SM {sm} waits at the {which} {barrier} of k-tile t = {t}, which "
+    "ends its {phase} phase: warp {slow} finished its multiply-adds last, and the other "
+    "{others} warps waited up to {max_wait} for it (on average {mean_wait}). The barrier stops "
+    "anyone overwriting {arrays} with the next tile while another warp still reads them."
+)
+BARRIER_OTHER = (
+    "Block ({bx}, {by}) on SM {sm} waits at the {which} {barrier} of k-tile t = {t}, which "
+    "ends its {phase} phase: warp {slow} arrived last, and the other {others} warps waited up "
+    "to {max_wait} for it (on average {mean_wait})."
 )
 DONE = (
     "Block ({bx}, {by}) finished at {end} after {run} on SM {sm}. Its {threads} threads wrote "
@@ -75,12 +88,16 @@ RUNNING_NO_PHASES = (
 )
 PROLOGUE = (
     "Block ({bx}, {by}) has just started on SM {sm}: each thread works out its row and column "
-    "from blockIdx and threadIdx and sets sum = 0 in a register. Its first tile loads go out "
-    "at {next}."
+    "from blockIdx and threadIdx and sets sum = 0 in a register. Its first k-tile begins at "
+    "{next}."
 )
 EPILOGUE = (
-    "Block ({bx}, {by}) on SM {sm} has passed the last barrier of all {n} k-tiles: each thread "
-    "now writes its sum from a register to C, once."
+    "Block ({bx}, {by}) on SM {sm} has finished all {n} k-tiles: each thread now writes its sum "
+    "from a register to C, once."
+)
+BETWEEN_STEPS = (
+    "Block ({bx}, {by}) on SM {sm} is between k-tiles: {done} of {n} are finished and the next "
+    "has not begun."
 )
 PHASE_TIME = "In this trace this phase lasts {dur}, from {begin} to {end}."
 
@@ -114,8 +131,8 @@ EDGE_SEP = "; "
 # -- lesson sections ------------------------------------------------------------------------
 CONCEPT_WAITING = "Lesson 8 §17: blocks per SM (occupancy) and waves"
 CONCEPT_LOADING = "Lesson 8 §8, §11: tiles into shared memory, the first __syncthreads"
-CONCEPT_BARRIER_1 = "Lesson 8 §11: the first __syncthreads"
-CONCEPT_BARRIER_2 = "Lesson 8 §12: the second __syncthreads"
+CONCEPT_BARRIER_LOADING = "Lesson 8 §11: the barrier after the tile loads"
+CONCEPT_BARRIER_COMPUTING = "Lesson 8 §12: the barrier after the multiply-adds"
 CONCEPT_COMPUTING = "Lesson 8 §12-14: multiply-add from shared memory, sum in a register"
 CONCEPT_DONE = "Lesson 8 §14: the result is written once"
 CONCEPT_RUNNING = "Lesson 8 §9-10: the k-tile loop"
@@ -154,6 +171,9 @@ FACT_GLOBAL = (
 )
 FACT_SAMPLED = "Per-tile phases were kept for {kept} of {blocks} blocks."
 
+ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}
+ORDINAL_N = "{number}th"
+
 LIMITERS = {
     "blocks": "block slots per SM",
     "threads": "threads per SM",
@@ -166,4 +186,4 @@ TEMPLATES: tuple[str, ...] = tuple(
     value
     for name, value in sorted(globals().items())
     if name.isupper() and isinstance(value, str) and name != "TEMPLATES"
-) + tuple(LIMITERS.values())
+) + tuple(LIMITERS.values()) + tuple(ORDINALS.values())

@@ -353,6 +353,57 @@ def _shape(M: Any, N: Any, K: Any) -> tuple[int, int, int]:
 
 
 @dataclass(frozen=True)
+class PhaseMarks:
+    """A phase located in the trace's ``marks``: the indices of its begin and end marks."""
+
+    phase: Phase
+    begin: int
+    end: int
+    channel: int
+    barrier: int  # index in barrier_wait's last axis, -1 if no barrier ends the phase
+
+    @property
+    def name(self) -> str:
+        return self.phase.name
+
+
+@dataclass(frozen=True)
+class StepLayout:
+    """Where each mark and phase of a k-step sits in a trace's ``marks`` (rows, steps, marks).
+
+    Built from the description's ``kstep`` section as a manifest stores it, so a trace is read
+    the same whether or not this matviz knows its kernel.
+    """
+
+    marks: tuple[str, ...] = ()
+    channels: tuple[tuple[int, ...], ...] = ()
+    phases: tuple[PhaseMarks, ...] = ()
+    chained: bool = True
+
+    @classmethod
+    def of(cls, kstep: Mapping[str, Any] | None) -> StepLayout:
+        if not kstep:
+            return cls()
+        names = tuple(str(m) for channel in kstep["channels"] for m in channel)
+        channels, start = [], 0
+        for channel in kstep["channels"]:
+            channels.append(tuple(range(start, start + len(channel))))
+            start += len(channel)
+        phases, barrier = [], 0
+        for ph in kstep["phases"]:
+            phase = Phase(ph["name"], ph["begin"], ph["end"], ph["state"], ph.get("barrier") or "")
+            begin, end = names.index(phase.begin), names.index(phase.end)
+            channel = next(i for i, ch in enumerate(channels) if begin in ch)
+            phases.append(PhaseMarks(phase, begin, end, channel, barrier if phase.barrier else -1))
+            barrier += bool(phase.barrier)
+        return cls(names, tuple(channels), tuple(phases), bool(kstep.get("chained", True)))
+
+    @property
+    def n_barriers(self) -> int:
+        return sum(ph.barrier >= 0 for ph in self.phases)
+
+
+@dataclass(frozen=True)
 class ResolvedSite:
     site: Site
     repeat: int
@@ -453,6 +504,23 @@ class KernelConfig:
     def n_barriers(self) -> int:
         return len(self.kstep.barriers) if self.kstep else 0
 
+    @cached_property
+    def layout(self) -> StepLayout:
+        return StepLayout.of(self.describe()["kstep"])
+
+    def mark_index(self, name: str) -> int:
+        return self.layout.marks.index(name)
+
+    @property
+    def phases(self) -> tuple[PhaseMarks, ...]:
+        """The k-step's phases with their mark indices, channels and barrier indices."""
+        return self.layout.phases
+
+    @property
+    def channel_marks(self) -> tuple[tuple[int, ...], ...]:
+        """Mark indices of each channel, in stamp order."""
+        return self.layout.channels
+
     # -- access sites -----------------------------------------------------------------------
     @cached_property
     def sites(self) -> tuple[ResolvedSite, ...]:
@@ -551,7 +619,8 @@ class KernelConfig:
         return self
 
     def defines(self, level: int) -> list[str]:
-        """The ``-DNAME=VALUE`` list for nvcc and NVRTC: parameters, level, probe slots."""
+        """The ``-DNAME=VALUE`` list for nvcc and NVRTC: parameters, level, probe slots,
+        barriers and channels per k-step."""
         if level not in LEVELS:
             allowed = ", ".join(map(str, LEVELS))
             raise MatvizError(f"level {level} is not a trace level (allowed: {allowed})")
@@ -562,6 +631,8 @@ class KernelConfig:
             out.append(f"-DMV_PROBE_SLOTS={self.probe_slots}")
         if self.n_barriers:
             out.append(f"-DMV_BARRIERS={self.n_barriers}")
+        if self.kstep:
+            out.append(f"-DMV_CHANNELS={len(self.kstep.channels)}")
         return out
 
     def lanes(self, warp: int, block: tuple[int, int] = (0, 0), t: int = 0, k: int = 0) -> Lanes:

@@ -38,18 +38,26 @@ def _flop_intervals(
     ends = [blocks["end"][plain]]
     flops = [np.full(int(plain.sum()), per_block)]
 
-    if len(sampled):
+    computing = [ph for ph in trace.layout.phases if ph.phase.state == "computing"]
+    if len(sampled) and computing:
         if flops_per_block_tile is None:
             flops_per_block_tile = 1.0  # every k-step does the same work: only ratios matter
-        weight = np.broadcast_to(np.asarray(flops_per_block_tile, float), trace.loaded.shape)
+        weight = np.broadcast_to(np.asarray(flops_per_block_tile, float), trace.marks.shape[:2])
         if np.any(weight < 0) or weight.sum() <= 0:
             raise ValueError("flops_per_block_tile must be non-negative and not all zero")
         # Edge blocks do fewer useful FLOP than full tiles; rescale so the sampled blocks
-        # together carry exactly their share of 2MNK. Only relative weights matter.
-        scale = per_block * len(sampled) / weight.sum()
-        starts.append(trace.loaded.ravel())
-        ends.append(trace.computed.ravel())
-        flops.append((weight * scale).ravel())
+        # together carry exactly their share of 2MNK. Only relative weights matter. A k-step
+        # with several computing phases splits its FLOP equally between them.
+        scale = per_block * len(sampled) / weight.sum() / len(computing)
+        share = (weight * scale).ravel()
+        for ph in computing:
+            starts.append(trace.marks[:, :, ph.begin].ravel())
+            ends.append(trace.marks[:, :, ph.end].ravel())
+            flops.append(share)
+    elif len(sampled):  # no phase computes: the sampled blocks spread theirs like the others
+        starts.append(blocks["start"][sampled])
+        ends.append(blocks["end"][sampled])
+        flops.append(np.full(len(sampled), per_block))
 
     start = np.concatenate(starts).astype(np.float64)
     end = np.concatenate(ends).astype(np.float64)
@@ -93,10 +101,12 @@ def flop_rate(
 ) -> tuple[np.ndarray, np.ndarray]:
     """In-kernel FLOP rate over time: (bin centres in ns, GFLOP/s per bin).
 
-    Sampled blocks' FLOP happen in their compute phases (loaded -> computed of each k-tile),
-    weighted by ``flops_per_block_tile`` (default: all equal; a scalar or an array shaped like
-    the phase arrays); other blocks spread theirs over [start, end]. The equal-width bins span
-    [0, duration] (wider only if a phase lies outside) and integrate to exactly 2MNK.
+    Sampled blocks' FLOP happen in the description's computing phases (from each phase's begin
+    mark to its end mark, every k-step; several computing phases of a step share its FLOP
+    equally), weighted per k-step by ``flops_per_block_tile`` (default: all equal; a scalar or
+    an array shaped (phase rows, k-steps)); other blocks spread theirs over [start, end]. The
+    equal-width bins span [0, duration] (wider only if a phase lies outside) and integrate to
+    exactly 2MNK.
     """
     bins = DEFAULT_BINS if bins is None else int(bins)
     if bins < 1:

@@ -9,21 +9,25 @@ from __future__ import annotations
 import math
 
 DEFAULT_BUDGET_BYTES = 256 * 2**20
-PHASE_MARKS = 3  # issue, loaded, computed
 BYTES_PER_MARK = 8  # int64 ns in memory
 WARP_SAMPLE_TARGET = 64  # blocks whose per-warp barrier arrivals are kept (level 3)
 
 
 def phase_every(
-    n_blocks: int, n_tiles: int, budget_bytes: int = DEFAULT_BUDGET_BYTES, at_least: int = 1
+    n_blocks: int,
+    n_tiles: int,
+    budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    at_least: int = 1,
+    marks: int = 3,
 ) -> int:
-    """Smallest stride n >= at_least such that every n-th block's phases fit in the budget.
+    """Smallest stride n >= at_least such that every n-th block's ``marks`` marks per k-step
+    fit in the budget.
 
     ``at_least`` > 1 is the user trading detail for overhead: only sampled blocks stamp tiles.
     """
     if n_tiles == 0 or n_blocks == 0:
         return max(1, at_least)
-    per_block = n_tiles * PHASE_MARKS * BYTES_PER_MARK
+    per_block = n_tiles * max(marks, 1) * BYTES_PER_MARK
     fitting = max(1, budget_bytes // per_block)
     return max(1, at_least, math.ceil(n_blocks / fitting))
 

@@ -60,9 +60,16 @@ def summary_lines(trace: Trace) -> list[str]:
     )
     sampling = m["sampling"]
     if len(trace.phase_blocks):
+        layout = trace.layout
+        steps = " -> ".join(ph.name for ph in layout.phases)
+        if len(layout.channels) > 1:  # several k-steps in flight: the phases of each channel
+            steps = " | ".join(
+                " -> ".join(ph.name for ph in layout.phases if ph.channel == c) or "-"
+                for c in range(len(layout.channels))
+            )
         lines.append(
             f"phases     {len(trace.phase_blocks)} of {len(trace.blocks)} blocks x "
-            f"{trace.n_tiles} k-tiles of depth {config.step_depth} "
+            f"{trace.n_tiles} k-tiles of depth {config.step_depth}: {steps} "
             f"(every {sampling.get('phase_every', 1)}. block)"
         )
     if len(trace.probe):

@@ -1,18 +1,22 @@
 """What every block is doing at a given instant, derived once from a Trace.
 
-A block is WAITING before its start and DONE from its end on. In between, a block with phase
-marks walks its k-tiles: LOADING from ``issue`` to ``loaded`` (barrier 1 released), COMPUTING
-from ``loaded`` to ``computed`` (barrier 2 released). The short loop step between ``computed[k]``
-and ``issue[k + 1]`` already counts as loading tile k + 1, so the colour does not flicker between
-tiles. Before the first issue (prologue: row, col, sum = 0) and after the last barrier 2
-(epilogue: the store to C) the block is RUNNING, as is a block without marks (sampled out, or
-the naive kernel). Blocks with per-warp barrier waits are AT_BARRIER from the first warp's
-arrival (release - the longest wait) until the release.
+A block is WAITING before its start and DONE from its end on. In between, a block with marks
+walks its k-steps as the kernel's description lays them out (``Trace.layout``): each channel
+of marks is one sequence of steps, and each phase of a step runs from one of its marks to
+another. A block is in a phase's state (LOADING or COMPUTING) while the phase runs; when
+several channels are in flight (the copy of step t + 1 beside the compute of step t), the
+higher state wins: COMPUTING over AT_BARRIER over LOADING. In a chained channel (the last mark
+of step t is the first of step t + 1) the instant between two steps already belongs to the
+next step's first phase, so the colour does not flicker. Before the first mark (prologue: row,
+col, sum = 0) and after the last (epilogue: the store to C) the block is RUNNING, as is a
+block without marks (sampled out, or a kernel without k-steps). Blocks with per-warp barrier
+waits are AT_BARRIER from the first warp's arrival (release - the longest wait) until the
+release, in any phase that a barrier ends.
 
 Per-frame work is proportional to the blocks alive at ``t`` (a few SMs' worth), not to the
-size of the phase arrays: the marks are searched only for resident blocks. Phase marks are
-assumed monotone within a block (issue <= loaded <= computed <= next issue), as both backends
-write them.
+size of the mark arrays: the marks are searched only for resident blocks. Marks are assumed
+monotone within a channel of a block (each mark <= the next, each step's last <= the next
+step's first), as both backends write them.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ class BlockState(enum.IntEnum):
 _LIFE = np.array([BlockState.WAITING, BlockState.RUNNING, BlockState.DONE], np.uint8)
 
 
+_STATE_OF = {"loading": 1, "computing": 3}  # BlockState values of the phase states
+
+
 class Timeline:
     """Derived, cached views of one trace for playback; see the module docstring."""
 
@@ -50,12 +57,11 @@ class Timeline:
         self.duration = trace.duration_ns
         self._start = np.ascontiguousarray(blocks["start"], np.int64)
         self._end = np.ascontiguousarray(blocks["end"], np.int64)
-        self.n_tiles = trace.n_tiles if len(trace.phase_blocks) else 0
+        self.layout = trace.layout
+        self.n_tiles = trace.n_tiles if len(trace.phase_blocks) and self.layout.marks else 0
+        self.n_marks = len(self.layout.marks)
 
-        # Flat views of the phase arrays (no copy when already contiguous).
-        self._issue = np.ascontiguousarray(trace.issue).reshape(-1)
-        self._loaded = np.ascontiguousarray(trace.loaded).reshape(-1)
-        self._computed = np.ascontiguousarray(trace.computed).reshape(-1)
+        self._marks = np.ascontiguousarray(trace.marks, np.int64).reshape(-1)  # flat view
         self._row = np.full(self.n_blocks, -1, np.int64)  # block -> phase row
         if self.n_tiles:
             self._row[trace.phase_blocks[::-1]] = np.arange(len(trace.phase_blocks))[::-1]
@@ -65,15 +71,19 @@ class Timeline:
         n_rows = len(trace.phase_blocks)
         self._warp_of_row = np.full(n_rows, -1, np.int64)
         self._warp_row = np.full(self.n_blocks, -1, np.int64)
-        self._arrive = np.zeros((0, max(self.n_tiles, 0), 2), np.int64)
-        if self.n_tiles and len(trace.warp_blocks):
+        n_barriers = self.layout.n_barriers
+        self._arrive = np.zeros((0, max(self.n_tiles, 0), n_barriers), np.int64)
+        if self.n_tiles and len(trace.warp_blocks) and n_barriers:
             wb = trace.warp_blocks
             self._warp_row[wb[::-1]] = np.arange(len(wb))[::-1]
             rows = self._row[wb]
             self._warp_of_row[rows[::-1]] = np.arange(len(wb))[::-1]
             wait = trace.barrier_wait.max(axis=2) if trace.barrier_wait.shape[2] else 0
-            release = np.stack([trace.loaded[rows], trace.computed[rows]], axis=-1)
-            floor = np.stack([trace.issue[rows], trace.loaded[rows]], axis=-1)
+            barred = sorted((ph for ph in self.layout.phases if ph.barrier >= 0),
+                            key=lambda ph: ph.barrier)  # fmt: skip
+            marks = trace.marks[rows]
+            release = np.stack([marks[:, :, ph.end] for ph in barred], axis=-1)
+            floor = np.stack([marks[:, :, ph.begin] for ph in barred], axis=-1)
             self._arrive = np.clip(release - wait, floor, release)
 
         self._frame: tuple[int, np.ndarray, np.ndarray] | None = None
@@ -87,7 +97,7 @@ class Timeline:
 
     # -- lookups ----------------------------------------------------------------------------
     def phase_row(self, block: int) -> int | None:
-        """Row of ``block`` in the phase arrays, or None (O(1), unlike Trace.phase_row)."""
+        """Row of ``block`` in the marks, or None (O(1), unlike Trace.phase_row)."""
         row = int(self._row[block])
         return row if row >= 0 else None
 
@@ -97,50 +107,82 @@ class Timeline:
         return row if row >= 0 else None
 
     def waits_at(self, block: int, ktile: int) -> np.ndarray | None:
-        """Barrier waits (warps, 2) in ns of ``block`` at ``ktile``; None when not sampled."""
+        """Barrier waits (warps, barriers) in ns of ``block`` at ``ktile``; None if not sampled."""
         row = self.warp_row(block)
         if row is None or not 0 <= ktile < self.n_tiles:
             return None
         return self.trace.barrier_wait[row, ktile]
 
+    def phase_at(self, block: int, t_ns: float):
+        """The PhaseMarks that sets ``block``'s state at ``t_ns`` (None outside every phase)."""
+        row = self.phase_row(block)
+        if row is None:
+            return None
+        _, _, phase = self._classify(np.array([row]), np.array([math.floor(t_ns)], np.int64))
+        return self.layout.phases[phase[0]] if phase[0] >= 0 else None
+
+    def _mark(self, rows: np.ndarray, steps: np.ndarray, mark: int) -> np.ndarray:
+        return self._marks[(rows * self.n_tiles + steps) * self.n_marks + mark]
+
     # -- the per-row search ----------------------------------------------------------------
-    def _count_issued(self, rows: np.ndarray, t: np.ndarray, strict: bool = False) -> np.ndarray:
-        """Per row, how many issue marks are <= t (< t when strict): vectorised binary search."""
+    def _count_started(
+        self, rows: np.ndarray, t: np.ndarray, mark: int, strict: bool = False
+    ) -> np.ndarray:
+        """Per row, how many steps' ``mark`` is <= t (< t when strict): vectorised bisection."""
         n = self.n_tiles
-        base = rows * n
         lo = np.zeros(len(rows), np.int64)
         hi = np.full(len(rows), n, np.int64)
         for _ in range(max(1, math.ceil(math.log2(n + 1)))):
             mid = (lo + hi) >> 1
-            mark = self._issue[base + np.minimum(mid, n - 1)]
-            below = (mark < t) if strict else (mark <= t)
+            value = self._mark(rows, np.minimum(mid, n - 1), mark)
+            below = (value < t) if strict else (value <= t)
             below &= mid < hi  # finished searches stay put
             lo = np.where(below, mid + 1, lo)
             hi = np.where(below | (mid >= hi), hi, mid)
         return lo
 
-    def _classify(self, rows: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(state, ktile) of phase ``rows`` at times ``t``, assuming start <= t < end."""
-        n = self.n_tiles
-        k = self._count_issued(rows, t) - 1
-        flat = rows * n + np.maximum(k, 0)
-        loaded, computed = self._loaded[flat], self._computed[flat]
-        state = np.where(t < loaded, BlockState.LOADING, BlockState.COMPUTING).astype(np.uint8)
-        ktile = k.astype(np.int32)
-        passed = t >= computed  # between barrier 2 and the next issue: loading the next tile
-        state[passed] = BlockState.LOADING
-        ktile[passed] += 1
-        edge = (k < 0) | (passed & (k == n - 1))  # prologue or epilogue
-        state[edge] = BlockState.RUNNING
-        ktile[edge] = -1
+    def _classify(
+        self, rows: np.ndarray, t: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(state, ktile, phase index) of phase ``rows`` at times ``t``, for start <= t < end.
 
+        Phase index -1: no phase runs (prologue, epilogue, or between two steps of an
+        unchained channel).
+        """
+        n, layout = self.n_tiles, self.layout
+        state = np.full(len(rows), BlockState.RUNNING, np.uint8)
+        rank = np.zeros(len(rows), np.int64)  # the winning phase's state value; 0: none yet
+        ktile = np.full(len(rows), -1, np.int32)
+        phase = np.full(len(rows), -1, np.int64)
         warp = self._warp_of_row[rows]
-        sel = np.flatnonzero((warp >= 0) & ~edge & ~passed)
-        if len(sel):
-            barrier = (t[sel] >= loaded[sel]).astype(np.int64)
-            arrive = self._arrive[warp[sel], k[sel], barrier]
-            state[sel[t[sel] >= arrive]] = BlockState.AT_BARRIER
-        return state, ktile
+        for c, channel in enumerate(layout.channels):
+            k = self._count_started(rows, t, channel[0]) - 1
+            step = np.maximum(k, 0)
+            candidates = [(step, k >= 0, False)]
+            if layout.chained:  # after the step's last mark: the next step's first phase began
+                passed = (k >= 0) & (k < n - 1) & (t >= self._mark(rows, step, channel[-1]))
+                candidates.append((np.minimum(step + 1, n - 1), passed, True))
+            for i, ph in enumerate(layout.phases):
+                if ph.channel != c:
+                    continue
+                for at, valid, early in candidates:
+                    if early and ph.begin != channel[0]:
+                        continue
+                    begin = self._mark(rows, at, ph.begin)
+                    end = self._mark(rows, at, ph.end)
+                    on = valid & (t < end) & ((t >= begin) | early)
+                    value = np.full(len(rows), _STATE_OF[ph.phase.state], np.int64)
+                    if ph.barrier >= 0:
+                        sel = np.flatnonzero(on & (warp >= 0))
+                        if len(sel):
+                            arrive = self._arrive[warp[sel], at[sel], ph.barrier]
+                            value[sel[t[sel] >= arrive]] = BlockState.AT_BARRIER
+                    better = on & (value > rank)
+                    rank[better] = value[better]
+                    ktile[better] = at[better]
+                    phase[better] = i
+        state[rank > 0] = rank[rank > 0]
+        return state, ktile, phase
 
     def _evaluate(self, t_ns: float) -> tuple[np.ndarray, np.ndarray]:
         t = math.floor(t_ns)  # marks are whole ns: floor keeps every comparison exact
@@ -151,7 +193,7 @@ class Timeline:
         ktiles = np.full(self.n_blocks, -1, np.int32)
         alive = np.flatnonzero(self._phased & (life == 1))  # only resident blocks are searched
         if len(alive):
-            s, k = self._classify(self._row[alive], np.full(len(alive), t, np.int64))
+            s, k, _ = self._classify(self._row[alive], np.full(len(alive), t, np.int64))
             states[alive] = s
             ktiles[alive] = k
         states.flags.writeable = False
@@ -165,11 +207,11 @@ class Timeline:
         return self._evaluate(t_ns)[0]
 
     def ktiles(self, t_ns: float) -> np.ndarray:
-        """Current k-tile per block (int32, read-only); -1 when not started, done or no phase."""
+        """Current k-step per block (int32, read-only); -1 when not started, done or no phase."""
         return self._evaluate(t_ns)[1]
 
     def block_phase(self, block: int, t_ns: float) -> tuple[BlockState, int]:
-        """(state, k-tile) of one block at ``t_ns``."""
+        """(state, k-step) of one block at ``t_ns``."""
         s, k = self._block_states(block, np.array([math.floor(t_ns)], np.int64))
         return BlockState(int(s[0])), int(k[0])
 
@@ -181,11 +223,11 @@ class Timeline:
         row = self._row[block]
         alive = np.flatnonzero(life == 1)
         if row >= 0 and len(alive):
-            states[alive], ktiles[alive] = self._classify(np.full(len(alive), row), t[alive])
+            states[alive], ktiles[alive], _ = self._classify(np.full(len(alive), row), t[alive])
         return states, ktiles
 
     def phase_span(self, block: int, t_ns: float) -> tuple[int, int]:
-        """[begin, end) in ns of the stretch of one (state, k-tile) of ``block`` around t."""
+        """[begin, end) in ns of the stretch of one (state, k-step) of ``block`` around t."""
         t = min(max(math.floor(t_ns), 0), self.duration)
         points = np.unique(np.concatenate([[0, self.duration], self.boundaries(block)]))
         states, ktiles = self._block_states(block, points)  # constant between points
@@ -200,17 +242,16 @@ class Timeline:
 
     # -- boundaries and stepping -------------------------------------------------------------
     def _row_marks(self, row: int) -> np.ndarray:
-        n = self.n_tiles
-        marks = [self._issue[row * n : (row + 1) * n], self._loaded[row * n : (row + 1) * n]]
-        marks.append(self._computed[row * n : (row + 1) * n])
+        size = self.n_tiles * self.n_marks
+        marks = [self._marks[row * size : (row + 1) * size]]
         warp = self._warp_of_row[row]
         if warp >= 0:
             marks.append(self._arrive[warp].ravel())
         return np.concatenate(marks)
 
     def boundaries(self, block: int | None = None) -> np.ndarray:
-        """Sorted unique times (int64 ns) where a state may change: start, end, issue,
-        barrier arrivals, loaded (barrier 1 release), computed (barrier 2 release).
+        """Sorted unique times (int64 ns) where a state may change: start, end, every mark and
+        barrier arrival.
 
         Marks are clipped into their block's [start, end]. The global set is cached.
         """
@@ -221,10 +262,10 @@ class Timeline:
             return np.unique(np.concatenate([[start, end], np.clip(marks, start, end)]))
         if self._bounds is None:
             rows = self.trace.phase_blocks if self.n_tiles else np.zeros(0, np.int64)
-            lo, hi = self._start[rows, None], self._end[rows, None]
+            lo, hi = self._start[rows, None, None], self._end[rows, None, None]
             parts = [self._start, self._end]
-            for marks in (self.trace.issue, self.trace.loaded, self.trace.computed):
-                parts.append(np.clip(marks, lo, hi).ravel())
+            if self.n_tiles:
+                parts.append(np.clip(self.trace.marks, lo, hi).ravel())
             if len(self._arrive):
                 wb = self.trace.warp_blocks
                 low, high = self._start[wb, None, None], self._end[wb, None, None]
@@ -249,7 +290,11 @@ class Timeline:
         return int(min(max(t, 0), self.duration))
 
     def _step_resident(self, t_ns: float, direction: int) -> int:
-        """Global step without sorting every mark: only blocks alive at t hold marks near t."""
+        """Global step without sorting every mark: only blocks alive at t hold marks near t.
+
+        Per channel, the next mark after t lies in the step that began last (k - 1) or is the
+        first mark of the next one; the previous mark before t lies in step k - 1.
+        """
         t = math.floor(t_ns) if direction > 0 else math.ceil(t_ns)
         if direction > 0:
             alive = np.flatnonzero(self._phased & (self._start <= t) & (t < self._end))
@@ -258,16 +303,19 @@ class Timeline:
         pool = [self._start, self._end]
         if len(alive):
             rows, n = self._row[alive], self.n_tiles
-            k = self._count_issued(rows, np.full(len(rows), t, np.int64), strict=direction < 0)
-            # Forward, the next mark is in tile k-1 or is issue k; backward, it is in tile k-1.
-            at = rows * n + np.maximum(k - 1, 0)
-            cols = [self._issue[at], self._loaded[at], self._computed[at]]
-            cols.append(self._issue[rows * n + np.minimum(k, n - 1)])
+            t_rows = np.full(len(rows), t, np.int64)
+            cols = []
             warp = self._warp_of_row[rows]
-            arrive = np.repeat(cols[0][:, None], 2, axis=1)  # a harmless stand-in: a real mark
             has = warp >= 0
-            arrive[has] = self._arrive[warp[has], np.maximum(k - 1, 0)[has]]
-            marks = np.clip(np.column_stack(cols + [arrive]), self._start[alive, None], None)
+            for channel in self.layout.channels:
+                k = self._count_started(rows, t_rows, channel[0], strict=direction < 0)
+                for step in (np.maximum(k - 1, 0), np.minimum(k, n - 1)):
+                    cols += [self._mark(rows, step, m) for m in channel]
+                    if self._arrive.shape[-1]:
+                        arrive = np.repeat(cols[-1][:, None], self._arrive.shape[-1], axis=1)
+                        arrive[has] = self._arrive[warp[has], step[has]]  # stand-in: a real mark
+                        cols += list(arrive.T)
+            marks = np.clip(np.column_stack(cols), self._start[alive, None], None)
             pool.append(np.minimum(marks, self._end[alive, None]).ravel())
         times = np.concatenate(pool)
         if direction > 0:

@@ -7,14 +7,17 @@ Arrays
 ------
 blocks   one row per thread block, in linear launch order (``by * grid_x + bx``):
          ``bx, by, smid, start, end``. Every block is always present.
-phases   per-k-tile marks for the blocks in ``phase_blocks`` (all of them when the trace budget
-         allows, else a deterministic sample). For k-tile ``t`` of block row ``i``:
-         ``issue[i, t]``   the block began issuing the global loads of the tile;
-         ``loaded[i, t]``  it passed barrier 1: As and Bs are complete;
-         ``computed[i, t]`` it passed barrier 2: every warp finished using the tile.
+marks    per-k-step marks for the blocks in ``phase_blocks`` (all of them when the trace budget
+         allows, else a deterministic sample): ``marks[i, t, m]`` is when block row ``i``
+         passed mark ``m`` of k-step ``t``. The marks and the phases between them are named by
+         the kernel's description (``description.kstep``: channels of marks, phases from one
+         mark to another); for the seed kernels they are ``issue`` (the tile's global loads
+         go out), ``loaded`` (barrier 1 passed: the shared tiles are complete) and ``computed``
+         (barrier 2 passed: every warp is done with them).
 warps    optional (level 3): ``barrier_wait[i, t, w, b]``, how long (ns) warp ``w`` of block
-         ``warp_blocks[i]`` waited at barrier ``b`` (0 or 1) of k-tile ``t`` before it released.
-         The warp that arrives last waits least. Each warp times its own wait on its own clock.
+         ``warp_blocks[i]`` waited at barrier ``b`` of k-step ``t`` (the barriers that end the
+         description's phases, in phase order) before it released. The warp that arrives last
+         waits least. Each warp times its own wait on its own clock.
 probe    optional (level 3): one row per shared-memory access instruction that the probed warp
          executed in the probed k-tile, in program order: ``site`` label, inner index ``k``,
          ``kind`` (``store``/``load``), ``width`` in bytes and ``offsets`` (32 lane byte offsets
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from matviz.core.kernel import StepLayout
 from matviz.core.manifest import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -79,9 +83,7 @@ class Trace:
     manifest: dict[str, Any]
     blocks: np.ndarray
     phase_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    issue: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
-    loaded: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
-    computed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    marks: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), np.int64))
     warp_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     barrier_wait: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0, 2), np.int64))
     probe: np.ndarray = field(default_factory=lambda: np.zeros(0, PROBE_DTYPE))
@@ -124,7 +126,16 @@ class Trace:
 
     @property
     def n_tiles(self) -> int:
-        return int(self.issue.shape[1])
+        return int(self.marks.shape[1])
+
+    @cached_property
+    def layout(self) -> StepLayout:
+        """Marks, channels and phases of a k-step, from the manifest's description."""
+        return StepLayout.of(self.manifest["description"].get("kstep"))
+
+    def mark(self, name: str) -> np.ndarray:
+        """Times of one named mark: (phase rows, k-steps), a view into ``marks``."""
+        return self.marks[:, :, self.layout.marks.index(name)]
 
     @property
     def duration_ns(self) -> int:
@@ -153,9 +164,9 @@ class Trace:
             raise ValueError(f"{len(self.blocks)} block rows for a {gx}x{gy} grid")
         if np.any(self.blocks["end"] < self.blocks["start"]):
             raise ValueError("a block ends before it starts")
-        shape = self.issue.shape
-        if self.loaded.shape != shape or self.computed.shape != shape:
-            raise ValueError("phase arrays differ in shape")
+        shape = self.marks.shape
+        if self.marks.ndim != 3:
+            raise ValueError("marks must be (phase rows, k-steps, marks)")
         if shape[0] != len(self.phase_blocks):
             raise ValueError("phase rows do not match phase_blocks")
         if len(self.phase_blocks) and (
@@ -166,11 +177,16 @@ class Trace:
             raise ValueError("warp rows do not match warp_blocks")
         if len(self.warp_blocks) and (
             self.barrier_wait.shape[1] != shape[1]
-            or self.barrier_wait.shape[3] != 2
             or not np.isin(self.warp_blocks, self.phase_blocks).all()
         ):
             raise ValueError("warp arrivals must cover the k-tiles of blocks that have phases")
-        for name in ("phase_blocks", "issue", "loaded", "computed", "warp_blocks", "barrier_wait"):
+        n_marks, n_barriers = len(self.layout.marks), self.layout.n_barriers
+        if len(self.phase_blocks) and shape[2] != n_marks:
+            raise ValueError(f"marks hold {shape[2]} marks per k-step; the kernel stamps {n_marks}")
+        if len(self.warp_blocks) and self.barrier_wait.shape[3] != n_barriers:
+            have = self.barrier_wait.shape[3]
+            raise ValueError(f"barrier waits for {have} barriers; the kernel has {n_barriers}")
+        for name in ("phase_blocks", "marks", "warp_blocks", "barrier_wait"):
             if getattr(self, name).dtype != np.int64:
                 raise ValueError(f"{name} must be int64")
         if self.probe.dtype != PROBE_DTYPE:

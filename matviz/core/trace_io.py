@@ -28,18 +28,22 @@ from matviz.core.trace import (
 )
 from matviz.errors import MatvizError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: one marks array per k-step; 1 had issue, loaded, computed
 
 MANIFEST_MEMBER = "manifest.json"
 ARRAYS_MEMBER = "arrays.npz"
 
 # Arrays stored as uint32 when they fit, in the order of the ``delta_encoded`` flags: phase
 # times relative to their block's start, barrier waits (durations) as they are.
-TIME_ARRAYS = ("issue", "loaded", "computed", "barrier_wait")
+TIME_ARRAYS = ("marks", "barrier_wait")
 DURATION_ARRAYS = ("barrier_wait",)
 INDEX_ARRAYS = ("phase_blocks", "warp_blocks")
-ARRAY_NAMES = ("blocks", *INDEX_ARRAYS, *TIME_ARRAYS, "probe", "delta_encoded")
-_TIME_NDIM = {"issue": 2, "loaded": 2, "computed": 2, "barrier_wait": 4}
+# The time arrays of each file format, with their dimensions; format 1's three per-tile arrays
+# are read back as the marks (issue, loaded, computed) of the seed kernels.
+_FORMAT_TIMES = {
+    1: {"issue": 2, "loaded": 2, "computed": 2, "barrier_wait": 4},
+    2: {"marks": 3, "barrier_wait": 4},
+}
 _U32_MAX = np.iinfo(np.uint32).max
 
 # Everything a damaged or foreign file can make zipfile, zlib, json or numpy raise.
@@ -148,7 +152,8 @@ def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
 # -- loading -------------------------------------------------------------------------------
 
 
-def _read_manifest(zf: zipfile.ZipFile) -> dict[str, Any]:
+def _read_manifest(zf: zipfile.ZipFile) -> tuple[dict[str, Any], int]:
+    """The manifest (migrated to this schema) and the file's format version."""
     try:
         manifest = json.loads(zf.read(MANIFEST_MEMBER).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -173,7 +178,7 @@ def _read_manifest(zf: zipfile.ZipFile) -> dict[str, Any]:
     missing = [k for k in REQUIRED_MANIFEST_KEYS if k not in manifest]
     if missing:
         raise _BadFile(f"manifest lacks {', '.join(missing)}")
-    return manifest
+    return manifest, version
 
 
 def _migrate_v1(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -197,17 +202,19 @@ def _check(arrays: dict[str, np.ndarray], name: str, ndim: int, dtype: np.dtype 
         raise _BadFile(f"array {name} has dtype {arr.dtype}, expected {dtype}")
 
 
-def _read_arrays(zf: zipfile.ZipFile) -> dict[str, np.ndarray]:
+def _read_arrays(zf: zipfile.ZipFile, version: int) -> dict[str, np.ndarray]:
+    times_ndim = _FORMAT_TIMES[version]
+    names = ("blocks", *INDEX_ARRAYS, *times_ndim, "probe", "delta_encoded")
     with np.load(io.BytesIO(zf.read(ARRAYS_MEMBER)), allow_pickle=False) as npz:
-        missing = [n for n in ARRAY_NAMES if n not in npz.files]
+        missing = [n for n in names if n not in npz.files]
         if missing:
             raise _BadFile(f"{ARRAYS_MEMBER} lacks {', '.join(missing)}")
-        arrays = {name: npz[name] for name in ARRAY_NAMES}
+        arrays = {name: npz[name] for name in names}
 
     _check(arrays, "blocks", 1, BLOCK_DTYPE)
     _check(arrays, "probe", 1, PROBE_DTYPE)
     _check(arrays, "delta_encoded", 1, np.dtype(np.bool_))
-    if arrays["delta_encoded"].shape != (len(TIME_ARRAYS),):
+    if arrays["delta_encoded"].shape != (len(times_ndim),):
         raise _BadFile(f"array delta_encoded has shape {arrays['delta_encoded'].shape}")
     n_blocks = len(arrays["blocks"])
     for name in INDEX_ARRAYS:
@@ -216,17 +223,20 @@ def _read_arrays(zf: zipfile.ZipFile) -> dict[str, np.ndarray]:
         if len(rows) and (rows.min() < 0 or rows.max() >= n_blocks):
             raise _BadFile(f"array {name} names a block outside the grid")
 
-    for name, encoded in zip(TIME_ARRAYS, arrays["delta_encoded"], strict=True):
-        _check(arrays, name, _TIME_NDIM[name], np.dtype(np.uint32 if encoded else np.int64))
+    for (name, ndim), encoded in zip(times_ndim.items(), arrays["delta_encoded"], strict=True):
+        _check(arrays, name, ndim, np.dtype(np.uint32 if encoded else np.int64))
         rows = arrays["warp_blocks" if name == "barrier_wait" else "phase_blocks"]
         if arrays[name].shape[0] != len(rows):
             raise _BadFile(f"array {name} has {arrays[name].shape[0]} rows for {len(rows)} blocks")
-        if name == "barrier_wait" and arrays[name].shape[3] != 2:
-            raise _BadFile("array barrier_wait must have 2 barriers in its last axis")
         times = arrays[name].astype(np.int64)
         if encoded:
             times += _block_starts(arrays["blocks"], rows, times.ndim, name)
         arrays[name] = times
+    if version == 1:
+        tiles = [arrays.pop(name) for name in ("issue", "loaded", "computed")]
+        if len({t.shape for t in tiles}) != 1:
+            raise _BadFile("arrays issue, loaded and computed differ in shape")
+        arrays["marks"] = np.stack(tiles, axis=-1)
     return arrays
 
 
@@ -239,8 +249,8 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
             for member in (MANIFEST_MEMBER, ARRAYS_MEMBER):
                 if member not in names:
                     raise _BadFile(f"not a matviz trace (no {member})")
-            manifest = _read_manifest(zf)
-            arrays = _read_arrays(zf)
+            manifest, version = _read_manifest(zf)
+            arrays = _read_arrays(zf, version)
         arrays.pop("delta_encoded")
         return Trace(manifest=manifest, **arrays)
     except _BadFile as exc:

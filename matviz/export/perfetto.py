@@ -5,15 +5,20 @@ Layout of the file (the format document's JSON Object Format)::
     {"displayTimeUnit": "ns", "metadata": {...}, "traceEvents": [
       metadata events (ph "M"): process_name "SM 17", thread_name "slot 0", sort indices,
       per block, in (SM, slot, start) order: one complete event (ph "X") "block (bx,by)",
-        then per k-tile "load k=3" (issue -> loaded) and "compute k=3" (loaded -> computed),
+        then per k-step one event per phase of the description, "<phase> k=3" (its begin
+        mark -> its end mark; for the seed kernels "load k=3" and "compute k=3"),
       last: the "kernel ..." event of the "matviz" process, whose args are the metadata
     ]}
 
 ``ts`` and ``dur`` are microseconds from kernel start with three decimals (exact ns). One
-process per SM and one thread per resident-block slot (``Timeline.sm_slots``); because Perfetto
-treats pid 0 and tid 0 specially (the kernel's idle task), pid = SM + 1 and tid = slot + 1, and
-the names carry the real numbers. Phase marks are clipped into their block and made monotone so
-the nested events never overlap.
+process per SM and one or more threads per resident-block slot (``Timeline.sm_slots``); because
+Perfetto treats pid 0 and tid 0 specially (the kernel's idle task), pid = SM + 1 and the
+threads' names carry the real numbers. The block's own track (tid = slot x tracks per slot + 1)
+holds its event with the phases of the k-step's first channel nested inside; the phases of other
+channels (k-steps in flight beside it) and phases that would partly overlap on one track go to
+the slot's next tracks, "slot 3: <phases>". With one channel, tid = slot + 1. Each channel's
+marks are clipped into their block and made monotone, so the events of one track never
+partly overlap.
 
 The millions of events are built as text by numpy: each event kind is a row template of fixed
 byte strings and numeric fields rendered to digits column by column, padded with zero bytes that
@@ -33,6 +38,7 @@ from typing import IO, Any
 import numpy as np
 
 import matviz
+from matviz.core.kernel import StepLayout
 from matviz.core.timeline import Timeline
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
@@ -48,7 +54,7 @@ _MANIFEST_KEYS = (
 @dataclass(frozen=True)
 class PerfettoStats:
     blocks: int  # block events
-    phases: int  # load + compute events
+    phases: int  # phase events: one per phase and k-step of every block with marks
     bytes: int  # written (before gzip)
 
 
@@ -97,7 +103,10 @@ def _records(n: int, parts: list[np.ndarray | bytes]) -> np.ndarray:
 
 
 def _complete(cat: bytes, name: list, ts: np.ndarray, dur: np.ndarray, pid, tid, args: list):
-    """Template of one kind of complete ("X") event; every row ends in ',\\n'."""
+    """Template of one kind of complete ("X") event; every row ends in ',\\n'.
+
+    ``pid`` and ``tid`` are text fields (``_int_text``), shared by the kinds of one chunk.
+    """
     return [
         b'{"ph":"X","cat":"' + cat + b'","name":"',
         *name,
@@ -106,9 +115,9 @@ def _complete(cat: bytes, name: list, ts: np.ndarray, dur: np.ndarray, pid, tid,
         b',"dur":',
         *_us_text(dur),
         b',"pid":',
-        _int_text(pid),
+        pid,
         b',"tid":',
-        _int_text(tid),
+        tid,
         b',"args":{',
         *args,
         b"}},\n",
@@ -116,31 +125,88 @@ def _complete(cat: bytes, name: list, ts: np.ndarray, dur: np.ndarray, pid, tid,
 
 
 # -- the events ----------------------------------------------------------------------------------
+def _tracks(layout: StepLayout) -> tuple[list[int], int]:
+    """Track of each phase (0: the block's own) and the tracks one slot needs.
+
+    Each channel's phases go to tracks where they never partly overlap: a phase shares a track
+    with phases it is disjoint from or nested in (by mark positions in the channel; a channel's
+    steps follow one another). Channel 0's first track is the block's, so its phases nest in
+    the block's event; every other channel starts its own tracks, next to the block's slot.
+    """
+    phases = layout.phases
+    track = [0] * len(phases)
+    used = 0
+    for c, marks in enumerate(layout.channels):
+        pos = {m: i for i, m in enumerate(marks)}
+        mine = [i for i, ph in enumerate(phases) if ph.channel == c]
+        mine.sort(key=lambda i: (pos[phases[i].begin], -pos[phases[i].end]))
+        lanes: list[list[tuple[int, int]]] = []
+        for i in mine:
+            lo, hi = sorted((pos[phases[i].begin], pos[phases[i].end]))
+            fits = (  # disjoint from, or nested in, every phase already on the lane
+                n
+                for n, lane in enumerate(lanes)
+                if all(e <= lo or hi <= b or (b <= lo and hi <= e) for b, e in lane)
+            )
+            n = next(fits, len(lanes))
+            if n == len(lanes):
+                lanes.append([])
+            lanes[n].append((lo, hi))
+            track[i] = used + n
+        used += len(lanes) if c or lanes else 1
+    return track, max(used, 1)
+
+
 class _Layout:
     """Per-trace arrays: track of every block, phase rows, monotone clipped marks."""
 
     def __init__(self, trace: Trace) -> None:
         blocks = trace.blocks
         self.trace = trace
+        self.row = np.full(len(blocks), -1, np.int64)
+        self.n_tiles = trace.n_tiles if len(trace.phase_blocks) else 0
+        layout = trace.layout  # from the manifest: a trace of any kernel exports
+        self.phases = layout.phases if self.n_tiles else ()
+        self.channels = layout.channels
+        track, self.per_slot = _tracks(layout) if self.phases else ([], 1)
         slot, _ = Timeline(trace).sm_slots()
         self.pid = blocks["smid"].astype(np.int64) + 1
-        self.tid = slot.astype(np.int64) + 1
+        self.slot = slot.astype(np.int64)
+        self.tid = self.slot * self.per_slot + 1  # the block's track; its slot's others follow
         self.start = blocks["start"].astype(np.int64)
         self.end = blocks["end"].astype(np.int64)
         self.order = np.lexsort((self.start, self.tid, self.pid))  # track by track, in time
-        self.row = np.full(len(blocks), -1, np.int64)
-        self.n_tiles = trace.n_tiles
         if self.n_tiles:
             rows = trace.phase_blocks  # the first row of a block counts, as in Timeline
             self.row[rows[::-1]] = np.arange(len(rows))[::-1]
+        # Events of one (block, k-step) in file order: an enclosing phase before those it holds.
+        by_mark = {m: i for ch in self.channels for i, m in enumerate(ch)}
+        rank = sorted(
+            range(len(self.phases)),
+            key=lambda i: (by_mark[self.phases[i].begin], -by_mark[self.phases[i].end], i),
+        )
+        self.kinds = [
+            (self.phases[i], track[i], position, json.dumps(self.phases[i].name)[1:-1].encode())
+            for position, i in enumerate(rank)
+        ]
+        self.tracks = sorted(set(track) - {0})
+        self.track_names = {
+            n: ", ".join(ph.name for ph, t, _, _ in self.kinds if t == n) for n in self.tracks
+        }
 
     def marks(self, blocks: np.ndarray) -> np.ndarray:
-        """(len(blocks), n_tiles, 3) issue/loaded/computed clipped into the block, monotone."""
+        """(len(blocks), n_tiles, marks): each channel's marks clipped into the block and
+        monotone along the channel (step after step)."""
         r = self.row[blocks]
-        t = self.trace
-        marks = np.stack([t.issue[r], t.loaded[r], t.computed[r]], axis=2).reshape(len(r), -1)
-        marks = np.clip(marks, self.start[blocks, None], self.end[blocks, None])
-        return np.maximum.accumulate(marks, axis=1).reshape(len(r), self.n_tiles, 3)
+        src = self.trace.marks[r]
+        out = np.empty_like(src)
+        lo, hi = self.start[blocks, None], self.end[blocks, None]
+        for channel in self.channels:
+            cols = list(channel)
+            marks = np.clip(src[:, :, cols].reshape(len(r), -1), lo, hi)
+            marks = np.maximum.accumulate(marks, axis=1)
+            out[:, :, cols] = marks.reshape(len(r), self.n_tiles, len(cols))
+        return out
 
     def chunk(self, blocks: np.ndarray) -> bytes:
         """Text of ``blocks`` (in track order): each block event followed by its phases."""
@@ -156,17 +222,18 @@ class _Layout:
                 [b"block (", _int_text(bx), b",", _int_text(by), b")"],
                 start,
                 self.end[blocks] - start,
-                pid,
-                tid,
-                [b'"block":', *ids, b',"sm":', _int_text(pid - 1), b',"slot":', _int_text(tid - 1)],
+                _int_text(pid),
+                _int_text(tid),
+                [b'"block":', *ids, b',"sm":', _int_text(pid - 1), b',"slot":',
+                 _int_text(self.slot[blocks])],
             ),
-        )
+        )  # fmt: skip
         phased = np.flatnonzero(self.row[blocks] >= 0) if self.n_tiles else np.zeros(0, np.int64)
         count = np.ones(len(blocks), np.int64)
-        count[phased] += 2 * self.n_tiles
+        count[phased] += len(self.phases) * self.n_tiles
         first = np.concatenate([[0], np.cumsum(count)[:-1]])
         recs = [(first, block_rec)]
-        if len(phased):
+        if len(phased) and self.phases:
             recs += self._phases(blocks[phased], first[phased])
         width = max(rec.shape[1] for _, rec in recs)
         text = np.zeros((int(count.sum()), width), np.uint8)
@@ -176,7 +243,7 @@ class _Layout:
         return flat[flat != 0].tobytes()
 
     def _phases(self, blocks: np.ndarray, first: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        n_t = self.n_tiles
+        n_t, n_p = self.n_tiles, len(self.phases)
         marks = self.marks(blocks)
         b = self.trace.blocks
         per = np.repeat  # one row per (block, k-tile), block-major like the positions below
@@ -187,22 +254,26 @@ class _Layout:
         k_text = _int_text(k)
         ids = [b'"block":', _int_text(per(blocks, n_t)), b',"bx":', _int_text(bx)]
         ids += [b',"by":', _int_text(by), b',"ktile":', k_text]
+        pid_text, tid_text = _int_text(pid), {0: _int_text(tid)}
         out = []
-        for phase, (lo, hi), offset in ((b"load", (0, 1), 1), (b"compute", (1, 2), 2)):
-            ts = marks[:, :, lo].ravel()
+        for phase, track, position, name in self.kinds:
+            if track not in tid_text:
+                tid_text[track] = _int_text(tid + track)
+            ts = marks[:, :, phase.begin].ravel()
+            dur = np.maximum(marks[:, :, phase.end].ravel() - ts, 0)
             rec = _records(
                 len(k),
                 _complete(
-                    phase,
-                    [phase + b" k=", k_text],
+                    name,
+                    [name + b" k=", k_text],
                     ts,
-                    marks[:, :, hi].ravel() - ts,
-                    pid,
-                    tid,
-                    [*ids, b',"phase":"' + phase + b'"'],
+                    dur,
+                    pid_text,
+                    tid_text[track],
+                    [*ids, b',"phase":"' + name + b'"'],
                 ),
             )
-            pos = (first[:, None] + offset + 2 * np.arange(n_t)[None, :]).ravel()
+            pos = (first[:, None] + 1 + position + n_p * np.arange(n_t)[None, :]).ravel()
             out.append((pos, rec))
         return out
 
@@ -257,18 +328,36 @@ def _metadata_events(trace: Trace, layout: _Layout, meta: dict[str, Any]) -> lis
                        "args": {"name": f"SM {pid - 1}"}})  # fmt: skip
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid,
                        "args": {"sort_index": pid}})  # fmt: skip
-    tracks = np.unique(layout.pid * (int(layout.tid.max()) + 1) + layout.tid)
-    for key in tracks.tolist():
-        pid, tid = divmod(key, int(layout.tid.max()) + 1)
+    per = layout.per_slot
+    width = int(layout.slot.max()) + 1 if len(layout.slot) else 1
+    for key in np.unique(layout.pid * width + layout.slot).tolist():
+        pid, slot = divmod(key, width)
+        tid = slot * per + 1
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                       "args": {"name": f"slot {tid - 1}"}})  # fmt: skip
+                       "args": {"name": f"slot {slot}"}})  # fmt: skip
         events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                        "args": {"sort_index": tid}})  # fmt: skip
+    phased = layout.row >= 0
+    for key in np.unique(layout.pid[phased] * width + layout.slot[phased]).tolist():
+        pid, slot = divmod(key, width)
+        for track in layout.tracks:  # the slot's phases that do not nest in its blocks
+            tid = slot * per + 1 + track
+            name = f"slot {slot}: {layout.track_names[track]}"
+            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                           "args": {"name": name}})  # fmt: skip
+            events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                           "args": {"sort_index": tid}})  # fmt: skip
     return events
 
 
+def _events_per_block(trace: Trace) -> int:
+    """Events of a block with phases: itself and one per phase and k-step."""
+    n_tiles = trace.n_tiles if len(trace.phase_blocks) else 0
+    return 1 + len(trace.layout.phases) * n_tiles
+
+
 def _blocks_per_piece(trace: Trace, events_per_chunk: int) -> int:
-    return max(1, events_per_chunk // (1 + 2 * trace.n_tiles))
+    return max(1, events_per_chunk // _events_per_block(trace))
 
 
 def piece_count(trace: Trace, events_per_chunk: int = EVENTS_PER_CHUNK) -> int:
@@ -316,4 +405,4 @@ def write_perfetto(trace: Trace, path: str | os.PathLike[str]) -> PerfettoStats:
         except OSError as exc:
             raise MatvizError(f"cannot write '{path}': {exc.strerror or exc}") from None
     n_phased = len(np.unique(trace.phase_blocks)) if trace.n_tiles else 0
-    return PerfettoStats(len(trace.blocks), 2 * n_phased * trace.n_tiles, written)
+    return PerfettoStats(len(trace.blocks), n_phased * (_events_per_block(trace) - 1), written)

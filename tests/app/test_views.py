@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import json
 import re
@@ -27,6 +28,7 @@ from matviz.core import registry
 from matviz.core.kernel import SharedArray
 from matviz.core.runs import RunPoint
 from matviz.core.timeline import BlockState
+from matviz.core.trace import Trace
 
 VIEW_CLASSES = (GridView, SmLanesView, TilesView, BanksView, ThroughputView)
 VIEWS_DIR = Path(palette.__file__).parent
@@ -164,6 +166,44 @@ def test_lanes_look_up_blocks_and_move_the_playhead(views, session):
     assert f"SM {b['smid'][17]}" in text and "wave 1" in text
     lanes.mode_box.setCurrentIndex(1)
     assert lanes.mode == "progress" and not uniform(lanes.image.image)
+
+
+def two_channels(trace):
+    """``trace`` re-described with the compute channel first and the copy channel second
+    (marks ready, computed, issue, loaded): a k-step is done at its latest mark, ``computed``,
+    which is neither the last mark nor in the last channel."""
+    manifest = copy.deepcopy(trace.manifest)
+    manifest["description"]["kstep"] |= {
+        "channels": [["ready", "computed"], ["issue", "loaded"]],
+        "phases": [
+            {"name": "load", "begin": "issue", "end": "loaded", "state": "loading", "barrier": ""},
+            {"name": "mma", "begin": "ready", "end": "computed", "state": "computing",
+             "barrier": ""},
+        ],
+    }  # fmt: skip
+    marks = trace.marks[:, :, [1, 2, 0, 1]]  # issue, loaded, computed -> ready, computed, ...
+    return Trace(manifest, trace.blocks, phase_blocks=trace.phase_blocks, marks=marks.copy())
+
+
+def test_lanes_progress_counts_finished_ksteps(views, session):
+    trace = two_channels(sim(level=2))
+    session.set_trace(trace)
+    lanes = views[SmLanesView]
+    lanes.mode_box.setCurrentIndex(1)
+    codes = lanes.image.image
+    done_at = trace.mark("computed")
+    n = trace.n_tiles
+    for block in (0, 17, len(trace.blocks) - 1):
+        row = trace.phase_row(block)
+        bins = np.flatnonzero(lanes._cells[lanes.row[block]] == block + 1)
+        t = (bins + 0.5) * (lanes._span / BINS)
+        done = np.searchsorted(done_at[row], t, side="right")
+        expected = 1 + np.clip(done * 64 // n, 0, 63)
+        np.testing.assert_array_equal(codes[lanes.row[block], bins], expected)
+        assert expected[0] == 1 and expected[-1] > 1  # from no k-step done to most of them
+    # the hover names the description's phase at the playhead
+    session.set_playhead(int(trace.mark("ready")[trace.phase_row(17), 2]) + 1)
+    assert "at the playhead: computing (mma) · k-tile 3" in lanes.describe(17)
 
 
 # -- tiles -----------------------------------------------------------------------------------

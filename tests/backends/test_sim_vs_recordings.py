@@ -87,3 +87,16 @@ def test_seed_tiled_t32_probe_shows_no_conflict():
     assert np.all(banks.conflict_degree(sim.probe["offsets"], 4) == 1)
     if len(recorded.probe):  # the recording's own probe agrees
         assert np.all(banks.conflict_degree(recorded.probe["offsets"], 4) == 1)
+
+
+def test_recorded_and_simulated_manifests_have_the_same_sections():
+    # One manifest builder for both backends: a recording written after it (schema 2 on disk)
+    # and a simulation of the same request carry the same keys in every typed section.
+    path = TRACE_DIR / "register_tiling_1d_bm64_bn64_bk8_tm8_1024.mvz"
+    recorded = load_trace(path)
+    assert recorded.backend == "cuda" and recorded.manifest["description"]["number"] == 4
+    simulated = _simulate_like(recorded, level=3)
+    assert list(recorded.manifest) == list(simulated.manifest)
+    for section in ("timer", "geometry", "sampling", "stats", "description"):
+        assert set(recorded.manifest[section]) == set(simulated.manifest[section]), section
+    assert recorded.manifest["description"] == simulated.manifest["description"]

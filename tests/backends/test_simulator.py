@@ -215,7 +215,8 @@ def test_a_grid_smaller_than_the_chip_starts_at_once():
 def test_phase_marks_are_monotone_and_inside_their_block():
     trace = sim(size=512, tile=32, level=3)
     blocks = trace.blocks[trace.phase_blocks]
-    issue, loaded, computed = trace.issue, trace.loaded, trace.computed
+    assert trace.marks.shape == (len(trace.phase_blocks), 16, 3)
+    issue, loaded, computed = (trace.mark(m) for m in ("issue", "loaded", "computed"))
     assert np.all(issue <= loaded) and np.all(loaded <= computed)
     assert np.all(computed[:, :-1] <= issue[:, 1:])
     assert np.all(issue[:, 0] >= blocks["start"]) and np.all(computed[:, -1] <= blocks["end"])
@@ -226,7 +227,7 @@ def test_warps_wait_for_the_slowest_at_each_barrier():
     trace = sim(size=512, tile=16, level=3)
     rows = [trace.phase_row(b) for b in trace.warp_blocks]
     issue, loaded, computed = (
-        a[rows][:, :, None] for a in (trace.issue, trace.loaded, trace.computed)
+        trace.mark(m)[rows][:, :, None] for m in ("issue", "loaded", "computed")
     )
     wait = trace.barrier_wait
     assert wait.shape == (len(trace.warp_blocks), 32, 8, 2)
@@ -371,7 +372,7 @@ def test_a_parameter_free_description_simulates_like_its_parameterised_twin(extr
     fixed = sim("fixed16", 512, level=3, seed=3)
     tiled = sim("tiled", 512, level=3, seed=3, tile=16, pad=0)
     assert fixed.manifest["params"] == {}
-    for name in ("blocks", "phase_blocks", "issue", "loaded", "computed", "barrier_wait"):
+    for name in ("blocks", "phase_blocks", "marks", "barrier_wait"):
         np.testing.assert_array_equal(getattr(fixed, name), getattr(tiled, name))
     np.testing.assert_array_equal(fixed.probe["offsets"], tiled.probe["offsets"])
     assert list(fixed.probe["site"][:3]) == ["put_a", "put_b", "row_a"]
@@ -404,17 +405,51 @@ def test_any_load_site_that_walks_a_row_vectorises(extra_kernels):
     assert both.duration_ns == one.duration_ns  # PAD 1: same costs, same schedule
 
 
-def test_a_kstep_the_model_cannot_draw_is_refused(extra_kernels):
+LOAD = Phase("load", "issue", "loaded", "loading", barrier="__syncthreads")
+COMPUTE = Phase("compute", "loaded", "computed", "computing", barrier="__syncthreads")
+UNDRAWABLE = {  # k-steps the model cannot draw: only one chained load -> compute channel fits
+    "one_phase": dict(channels=(("loaded", "computed"),), phases=(COMPUTE,)),
+    "two_channels": dict(
+        channels=(("issue", "loaded"), ("waited", "computed")),
+        phases=(LOAD, Phase("compute", "waited", "computed", "computing")),
+    ),
+    "unchained": dict(channels=(("issue", "loaded", "computed"),), phases=(LOAD, COMPUTE),
+                      chained=False),
+    "three_phases": dict(
+        channels=(("issue", "loaded", "computed", "stored"),),
+        phases=(LOAD, COMPUTE, Phase("store", "computed", "stored", "loading")),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(UNDRAWABLE))
+def test_a_kstep_the_model_cannot_draw_is_refused(extra_kernels, name):
     base = get_kernel("tiled")
-    one_phase = KStep(
-        depth=lambda p: p.tile,
-        channels=(("loaded", "computed"),),
-        phases=(Phase("compute", "loaded", "computed", "computing", barrier="__syncthreads"),),
-    )
-    extra_kernels(dataclasses.replace(base, name="one_phase", number=97, kstep=one_phase))
-    with pytest.raises(MatvizError, match="one_phase has another k-step") as info:
-        sim("one_phase", 256, tile=16)
+    kstep = KStep(depth=lambda p: p.tile, **UNDRAWABLE[name])
+    extra_kernels(dataclasses.replace(base, name=name, number=97, kstep=kstep))
+    with pytest.raises(MatvizError, match=f"{name} has another k-step") as info:
+        sim(name, 256, tile=16)
     assert "\n" not in str(info.value)
+
+
+def test_marks_follow_the_descriptions_order(extra_kernels):
+    """The same k-step under other mark and phase names: the same times, found by name."""
+    base = get_kernel("tiled")
+    renamed = KStep(
+        depth=lambda p: p.tile,
+        channels=(("go", "ready", "done"),),
+        phases=(
+            Phase("fetch", "go", "ready", "loading", barrier="__syncthreads"),
+            Phase("fma", "ready", "done", "computing", barrier="__syncthreads"),
+        ),
+    )
+    extra_kernels(dataclasses.replace(base, name="renamed", number=97, kstep=renamed))
+    other = sim("renamed", 256, tile=16, level=3, seed=5)
+    tiled = sim("tiled", 256, tile=16, level=3, seed=5)
+    assert other.config.marks == ("go", "ready", "done")
+    for mine, theirs in (("go", "issue"), ("ready", "loaded"), ("done", "computed")):
+        np.testing.assert_array_equal(other.mark(mine), tiled.mark(theirs))
+    np.testing.assert_array_equal(other.barrier_wait, tiled.barrier_wait)
 
 
 def test_a_kernel_without_ksteps_uses_k_and_threads(extra_kernels):
@@ -460,7 +495,7 @@ def test_seed_kernels_land_near_the_measured_h200_rates(kernel, tile, measured):
 # -- determinism, sampling, probe ---------------------------------------------------------------
 def test_same_seed_same_trace_other_seed_other_trace():
     a, b = sim(size=512, level=3, seed=11), sim(size=512, level=3, seed=11)
-    for name in ("blocks", "issue", "loaded", "computed", "barrier_wait"):
+    for name in ("blocks", "marks", "barrier_wait"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     assert a.manifest == b.manifest
     c = sim(size=512, level=3, seed=12)
@@ -473,7 +508,7 @@ def test_a_tiny_budget_samples_every_nth_block():
     every = tiny.manifest["sampling"]["phase_every"]
     assert full.manifest["sampling"]["phase_every"] == 1 and every > 1
     np.testing.assert_array_equal(tiny.phase_blocks, np.arange(0, 1024, every))
-    assert tiny.issue.nbytes * 3 <= 100_000
+    assert tiny.marks.nbytes <= 100_000
     assert tiny.manifest["sampling"]["phase_blocks"] == len(tiny.phase_blocks)
     assert tiny.manifest["sampling"]["budget_bytes"] == 100_000
     # Every block keeps start/end/smid, and the schedule does not depend on the budget.
@@ -483,7 +518,7 @@ def test_a_tiny_budget_samples_every_nth_block():
 def test_level_3_adds_warps_without_changing_the_phases():
     two, three = sim(size=512, level=2), sim(size=512, level=3)
     np.testing.assert_array_equal(two.blocks, three.blocks)
-    np.testing.assert_array_equal(two.computed, three.computed)
+    np.testing.assert_array_equal(two.marks, three.marks)
     sampling = three.manifest["sampling"]
     assert sampling["warp_every"] >= 1 and sampling["warp_blocks"] == len(three.warp_blocks)
     assert np.all(three.warp_blocks % sampling["warp_every"] == 0)
@@ -563,7 +598,7 @@ def test_the_4096_t32_trace_simulates_within_two_seconds():
     t0 = time.perf_counter()
     trace = sim(size=GEMM, tile=32, level=2)
     elapsed = time.perf_counter() - t0
-    assert trace.issue.shape == (16_384, 128)
+    assert trace.marks.shape == (16_384, 128, 3)
     assert elapsed < 2.0
 
 

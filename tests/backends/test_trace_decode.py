@@ -48,25 +48,27 @@ def test_phase_marks_convert_across_a_32_bit_clock_wrap():
     clk0 = np.uint64(2**32 - 1000)  # the low word wraps during the block
     raw = _raw_blocks([0, 0, 0], [20_000] * 3, [clk0, 5, 5], [0, 1, 2])
     times = trace_decode.decode_blocks(raw, (3, 1), nominal_mhz=1980)
+    config = configure("tiled", {"tile": 8}, 24, 8, 16)  # one channel: issue, loaded, computed
     cycles = np.array([[[0, 990, 3000], [3000, 5000, 9000]]], np.int64)  # 1 row, 2 tiles
-    raw = np.zeros((1, 2, 2), np.uint32)
-    raw[..., 0] = (int(clk0) + cycles[..., 0]) % 2**32
-    raw[..., 1] = (cycles[..., 1] - cycles[..., 0]) | ((cycles[..., 2] - cycles[..., 0]) << 16)
-    rows, issue, loaded, computed = trace_decode.decode_phases(raw, 3, 2, times)
+    raw = np.zeros((1, 2, 1, 2), np.uint32)  # [rows][steps][channels][2]
+    raw[..., 0, 0] = (int(clk0) + cycles[..., 0]) % 2**32
+    raw[..., 0, 1] = (cycles[..., 1] - cycles[..., 0]) | ((cycles[..., 2] - cycles[..., 0]) << 16)
+    rows, marks = trace_decode.decode_marks(raw.ravel(), 3, 2, config, times)
     np.testing.assert_array_equal(rows, [0])
-    expected = np.rint(cycles * times.ns_per_cycle).astype(np.int64)
-    np.testing.assert_array_equal(issue[0], expected[0, :, 0])
-    np.testing.assert_array_equal(loaded[0], expected[0, :, 1])
-    np.testing.assert_array_equal(computed[0], expected[0, :, 2])
+    assert marks.dtype == np.int64 and marks.shape == (1, 2, 3)
+    np.testing.assert_array_equal(marks, np.rint(cycles * times.ns_per_cycle).astype(np.int64))
+    assert config.marks == ("issue", "loaded", "computed")
 
 
 def test_marks_are_clamped_inside_their_block():
     raw = _raw_blocks([100], [5_000], [0], [0])
     times = trace_decode.decode_blocks(raw, (1, 1), nominal_mhz=1980)
+    config = configure("tiled", {"tile": 8}, 8, 8, 8)
     raw = np.array([[[0, 1 | (0xFFFF << 16)]]], np.uint32)  # computed offset saturated
-    _, issue, _, computed = trace_decode.decode_phases(raw, 1, 1, times)
-    assert issue[0, 0] == 0 and computed[0, 0] == 5_000
-    assert trace_decode.saturated_spans(raw) == 1
+    _, marks = trace_decode.decode_marks(raw, 1, 1, config, times)
+    assert marks[0, 0, 0] == 0 and marks[0, 0, 2] == 5_000
+    assert trace_decode.saturated_spans(raw, config) == 1
+    assert trace_decode.step_words(config) == 2
 
 
 def test_probe_slots_are_site_major_and_decode_into_program_order():

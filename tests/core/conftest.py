@@ -74,12 +74,7 @@ def build_trace(
         rows = np.arange(n_blocks) if sample is None else np.arange(0, n_blocks, 2)[:sample]
         abs_marks = (starts[:, None] + marks[:, :-1]) * time_scale
         abs_marks = abs_marks.reshape(n_blocks, tiles, 3)[rows]
-        kwargs.update(
-            phase_blocks=rows.astype(np.int64),
-            issue=abs_marks[:, :, 0].copy(),
-            loaded=abs_marks[:, :, 1].copy(),
-            computed=abs_marks[:, :, 2].copy(),
-        )
+        kwargs.update(phase_blocks=rows.astype(np.int64), marks=abs_marks.copy())
         if warps:
             warp_rows = rows[:2]
             n_warps = 8

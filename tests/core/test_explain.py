@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
@@ -13,6 +14,7 @@ from matviz.core import banks, registry
 from matviz.core.explain import TEMPLATES, Explanation, explain, fmt_ns, trace_facts
 from matviz.core.explain_texts import LIMITERS
 from matviz.core.timeline import BlockState, Timeline
+from matviz.core.trace import Trace
 from matviz.paths import I18N_DIR
 
 ZH_PATH = I18N_DIR / "zh_CN_explain.json"
@@ -110,7 +112,8 @@ def test_loading_names_sm_ktile_and_reuse_numbers(sim):
     bx, by = int(trace.blocks["bx"][block]), int(trace.blocks["by"][block])
     assert f"({bx}, {by})" in e.title and f"t = {k}" in e.title
     assert f"SM {sm}" in e.body and f"t = {k} of {trace.n_tiles}" in e.body
-    assert "256 threads" in e.body and "__syncthreads" in e.body
+    assert "256 threads" in e.body and "wait at the first __syncthreads" in e.body
+    assert "(its load phase)" in e.body and e.numbers["phase"] == "load"
     assert "copy 256 elements of A and 256 of B into shared memory (As, Bs)" in e.body
     assert "512 floats" in e.body and "4096 FMAs" in e.body  # lesson §13 at T = 16
     assert "used 16 times" in e.body and "2mnk/T × 4 B" in e.body  # the description's formula
@@ -132,7 +135,9 @@ def test_computing_mentions_register_and_second_barrier(sim):
     t = time_in_state(tl, block, BlockState.COMPUTING)
     e = explain(trace, tl, block, t)
     assert "16 products" in e.body and "from As, Bs" in e.body and "register" in e.body
-    assert "second __syncthreads" in e.body
+    assert "(its compute phase)" in e.body and "The second __syncthreads at its end" in e.body
+    assert e.title.endswith(f"compute of k-tile t = {e.numbers['ktile']}")
+    assert e.numbers["phase"] == "compute"
     assert "§12" in e.concept
 
 
@@ -143,7 +148,7 @@ def test_at_barrier_names_the_slowest_warp(sim, barrier):
     row = tl.phase_row(block)
     found = None
     for k in range(trace.n_tiles):  # a barrier where the warps did not all wait the same
-        release = trace.loaded[row, k] if barrier == 1 else trace.computed[row, k]
+        release = trace.mark("loaded" if barrier == 1 else "computed")[row, k]
         waits = tl.waits_at(block, k)[:, barrier - 1]
         if waits.max() > waits.min() and waits.max() >= 2:
             found = k, int(release) - 1, waits
@@ -156,6 +161,9 @@ def test_at_barrier_names_the_slowest_warp(sim, barrier):
     assert f"warp {slow}" in e.body and fmt_ns(waits.max()) in e.body
     assert ("first" if barrier == 1 else "second") + " __syncthreads" in e.body
     assert e.numbers["slowest_warp"] == slow and e.numbers["barrier"] == barrier
+    assert e.numbers["phase"] == ("load" if barrier == 1 else "compute")
+    assert e.title.endswith(f"at barrier {barrier} of k-tile t = {k}")
+    assert f"ends its {e.numbers['phase']} phase" in e.body
     assert e.numbers["max_wait_ns"] == int(waits.max())
     assert f"§1{barrier}" in e.concept
 
@@ -181,9 +189,11 @@ def test_done_and_epilogue_and_prologue(sim):
     assert e.numbers["state"] == "done" and "once" in e.body
     row = tl.phase_row(3)
     start = int(trace.blocks["start"][3])
-    pro = explain(trace, tl, 3, (start + int(trace.issue[row, 0])) // 2)
+    first = int(trace.mark("issue")[row, 0])
+    pro = explain(trace, tl, 3, (start + first) // 2)
     assert "row and column" in pro.body and "§3" in pro.concept
-    epi = explain(trace, tl, 3, int(trace.computed[row, -1]))
+    assert f"first k-tile begins at {fmt_ns(first)}" in pro.body
+    epi = explain(trace, tl, 3, int(trace.mark("computed")[row, -1]))
     assert "writes its sum" in epi.body and epi.title.endswith("writing C")
 
 
@@ -297,5 +307,85 @@ def test_texts_follow_the_description_not_the_name(make_trace, monkeypatch):
     facts = " ".join(trace_facts(trace))
     assert "FORMULA-X" in facts and "tiled kernel uses no shared memory" in facts
     tl = Timeline(trace)
-    body = explain(trace, tl, 0, int(trace.loaded[0, 0]) - 1).body
+    body = explain(trace, tl, 0, int(trace.mark("loaded")[0, 0]) - 1).body
     assert "No data reuse through shared memory" in body and "FORMULA-X" in body
+    assert "is in the load phase of k-tile t = 0" in body  # nothing to copy into shared memory
+
+
+# -- any k-step: phases, barriers and marks come from the description -------------------------
+def three_phases(make_trace):
+    """One block on [0, 330] of a k-step load -> compute -> store, not chained: step t stamps
+    issue, loaded, computed, stored at 10, 40, 70, 90 (+ 100 t); the store phase ends at a
+    third barrier, __syncwarp. Warp 3 arrives last at every barrier; the others wait up to 7."""
+    trace = make_trace(grid=(1, 1), n_tiles=3, warps=True)
+    manifest = copy.deepcopy(trace.manifest)
+    kstep = manifest["description"]["kstep"]
+    kstep["channels"] = [["issue", "loaded", "computed", "stored"]]
+    kstep["phases"].append(
+        {"name": "store", "begin": "computed", "end": "stored", "state": "loading",
+         "barrier": "__syncwarp"}
+    )  # fmt: skip
+    kstep["chained"] = False
+    blocks = trace.blocks.copy()
+    blocks["start"], blocks["end"] = 0, 330
+    marks = np.array([10, 40, 70, 90]) + 100 * np.arange(3)[:, None]
+    waits = np.broadcast_to(np.array([3, 4, 5, 0, 6, 7, 2, 1])[:, None], (1, 3, 8, 3))
+    return Trace(
+        manifest, blocks, phase_blocks=np.zeros(1, np.int64), marks=marks[None].astype(np.int64),
+        warp_blocks=np.zeros(1, np.int64), barrier_wait=np.ascontiguousarray(waits, np.int64),
+    )  # fmt: skip
+
+
+def test_a_third_phase_and_its_barrier(make_trace):
+    trace = three_phases(make_trace)
+    tl = Timeline(trace)
+    store = explain(trace, tl, 0, 175)  # k-tile 1, between computed (170) and stored (190)
+    assert store.numbers["state"] == "loading" and store.numbers["phase"] == "store"
+    assert "is in the store phase of k-tile t = 1 of 3" in store.body
+    assert "The phase ends at the third __syncwarp." in store.body
+    assert store.title == "Block (0, 0): store of k-tile t = 1"
+    load = explain(trace, tl, 0, 115)
+    assert load.numbers["phase"] == "load" and "copy 256 elements of A" in load.body
+    waiting = explain(trace, tl, 0, 189)  # 1 ns before the store barrier releases
+    assert waiting.numbers["state"] == "at_barrier" and waiting.numbers["barrier"] == 3
+    assert waiting.numbers["slowest_warp"] == 3 and waiting.numbers["max_wait_ns"] == 7
+    assert "waits at the third __syncwarp of k-tile t = 1, which ends its store phase" in (
+        waiting.body
+    )
+    assert waiting.title == "Block (0, 0): at barrier 3 of k-tile t = 1"
+    compute = explain(trace, tl, 0, 69)  # k-tile 0, at the second barrier
+    assert compute.numbers["barrier"] == 2 and "second __syncthreads" in compute.body
+
+
+def test_prologue_between_steps_and_epilogue_from_the_marks(make_trace):
+    trace = three_phases(make_trace)
+    tl = Timeline(trace)
+    pro = explain(trace, tl, 0, 5)
+    assert pro.title.endswith("starting") and "first k-tile begins at 10 ns" in pro.body
+    between = explain(trace, tl, 0, 95)  # stored 90, next issue 110: the loop's own work
+    assert between.numbers["state"] == "running"
+    assert "between k-tiles: 1 of 3 are finished" in between.body
+    epi = explain(trace, tl, 0, 300)  # after the last mark (290)
+    assert epi.title.endswith("writing C") and "finished all 3 k-tiles" in epi.body
+
+
+def test_phase_names_come_from_the_description(monkeypatch):
+    """02_tiled with its phases renamed (and its sites moved with them): the texts follow."""
+    tiled = registry.get_kernel("tiled")
+    names = {"load": "fetch", "compute": "fma"}
+    kstep = dataclasses.replace(
+        tiled.kstep,
+        phases=tuple(dataclasses.replace(ph, name=names[ph.name]) for ph in tiled.kstep.phases),
+    )
+    sites = tuple(dataclasses.replace(s, phase=names[s.phase]) for s in tiled.sites)
+    renamed = dataclasses.replace(tiled, kstep=kstep, sites=sites)  # same .cu, same name
+    known = {**registry.kernels(), "tiled": renamed}
+    monkeypatch.setattr(registry, "kernels", lambda: known)
+    trace = simulate("tiled", 128, 128, 128, tile=16, pad=0, level=2)
+    tl = Timeline(trace)
+    block = 5
+    fetch = explain(trace, tl, block, time_in_state(tl, block, BlockState.LOADING))
+    assert "(its fetch phase)" in fetch.body and "copy 256 elements of A" in fetch.body
+    assert "fetch of k-tile" in fetch.title and fetch.numbers["phase"] == "fetch"
+    fma = explain(trace, tl, block, time_in_state(tl, block, BlockState.COMPUTING))
+    assert "(its fma phase)" in fma.body and "16 products" in fma.body

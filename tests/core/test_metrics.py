@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from matviz.core.metrics import (
     total_flops,
     waves,
 )
+from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 
 
@@ -98,10 +101,70 @@ def one_block(make_trace):
     # M = N = 16, K = 32: 16384 FLOP in two k-tiles computed over [10, 20) and [30, 40).
     trace = make_trace(grid=(1, 1), n_tiles=2)
     trace.blocks["start"], trace.blocks["end"] = 0, 50
-    trace.issue[:] = [[5, 25]]
-    trace.loaded[:] = [[10, 30]]
-    trace.computed[:] = [[20, 40]]
+    trace.mark("issue")[:] = [[5, 25]]
+    trace.mark("loaded")[:] = [[10, 30]]
+    trace.mark("computed")[:] = [[20, 40]]
     return trace
+
+
+def redescribed(make_trace, channels, phases, marks):
+    """One 16 x 16 x 32 block (two k-tiles, 16384 FLOP) on [0, 50] whose description's k-step
+    has the given channels and phases (name, begin, end, state); ``marks`` (k-tiles, marks)."""
+    trace = make_trace(grid=(1, 1), n_tiles=2)
+    manifest = copy.deepcopy(trace.manifest)
+    kstep = manifest["description"]["kstep"]
+    kstep["channels"] = [list(c) for c in channels]
+    kstep["phases"] = [
+        {"name": n, "begin": b, "end": e, "state": s, "barrier": ""} for n, b, e, s in phases
+    ]
+    blocks = trace.blocks.copy()
+    blocks["start"], blocks["end"] = 0, 50
+    marks = np.array([marks], np.int64)
+    return Trace(manifest, blocks, phase_blocks=np.zeros(1, np.int64), marks=marks)
+
+
+@pytest.mark.parametrize(
+    ("store", "expected"),
+    [("loading", [0, 819.2, 0, 819.2, 0]), ("computing", [0, 409.6, 409.6, 409.6, 409.6])],
+)
+def test_only_computing_phases_carry_flops(make_trace, store, expected):
+    # load, compute, store: a loading store phase ([20, 25) and [40, 50)) carries no FLOP; a
+    # computing one takes half of its step's
+    trace = redescribed(
+        make_trace,
+        [("issue", "loaded", "computed", "stored")],
+        [("load", "issue", "loaded", "loading"), ("compute", "loaded", "computed", "computing"),
+         ("store", "computed", "stored", store)],
+        [[0, 10, 20, 25], [25, 30, 40, 50]],
+    )  # fmt: skip
+    centres, gflops = flop_rate(trace, bins=5)
+    assert centres.tolist() == [5, 15, 25, 35, 45]
+    assert gflops == pytest.approx(expected)
+
+
+def test_computing_phases_of_two_channels_share_a_step(make_trace):
+    # a copy channel beside two computing phases; each computes half of its step's FLOP
+    trace = redescribed(
+        make_trace,
+        [("copy", "landed"), ("ready", "half", "done")],
+        [("copy", "copy", "landed", "loading"), ("mma_a", "ready", "half", "computing"),
+         ("mma_b", "half", "done", "computing")],
+        [[0, 10, 10, 20, 30], [10, 30, 30, 40, 50]],
+    )  # fmt: skip
+    _, gflops = flop_rate(trace, bins=5, flops_per_block_tile=[[1, 3]])
+    assert gflops == pytest.approx([0, 204.8, 204.8, 614.4, 614.4])
+    assert integral(*flop_rate(trace, bins=7), trace) == pytest.approx(total_flops(trace))
+
+
+def test_without_a_computing_phase_sampled_blocks_spread_their_flops(make_trace):
+    trace = redescribed(
+        make_trace,
+        [("issue", "loaded")],
+        [("load", "issue", "loaded", "loading")],
+        [[0, 10], [25, 30]],
+    )
+    _, gflops = flop_rate(trace, bins=5)
+    assert gflops == pytest.approx([327.68] * 5)  # 16384 FLOP over [0, 50]
 
 
 def test_flop_rate_by_hand(make_trace):
@@ -121,8 +184,8 @@ def test_flop_rate_weights(make_trace):
 
 def test_zero_length_phase_is_an_instant(make_trace):
     trace = one_block(make_trace)
-    trace.loaded[:] = [[10, 30]]
-    trace.computed[:] = [[20, 30]]  # tile 1 computed in no time: a step at t = 30
+    trace.mark("loaded")[:] = [[10, 30]]
+    trace.mark("computed")[:] = [[20, 30]]  # tile 1 computed in no time: a step at t = 30
     _, gflops = flop_rate(trace, bins=5)
     assert gflops == pytest.approx([0, 819.2, 819.2, 0, 0])
 
@@ -145,8 +208,8 @@ def test_flop_rate_mixes_sampled_and_plain_blocks(make_trace):
     trace = make_trace(grid=(2, 1), n_tiles=2, sample=1)  # block 0 sampled, block 1 not
     trace.blocks["start"] = [0, 0]
     trace.blocks["end"] = [50, 100]
-    trace.loaded[:] = [[10, 30]]
-    trace.computed[:] = [[20, 40]]
+    trace.mark("loaded")[:] = [[10, 30]]
+    trace.mark("computed")[:] = [[20, 40]]
     _, gflops = flop_rate(trace, bins=10)
     total = total_flops(trace)  # 2 * 16 * 32 * 32
     plain = total / 2 / 100
@@ -177,9 +240,11 @@ def test_flop_rate_integrates_to_2mnk(make_trace, kwargs, bins):
 def test_flop_rate_integral_random_phases(make_trace, lengths, gaps, bins):
     trace = make_trace(grid=(2, 2), n_tiles=3)
     # Zero-length compute phases included: they must not produce infinities.
-    trace.loaded = trace.blocks["start"][:, None] + np.cumsum(gaps + lengths, axis=1) - lengths
-    trace.computed = trace.loaded + lengths
-    trace.blocks["end"] = np.maximum(trace.blocks["end"], trace.computed[:, -1])
+    loaded = trace.blocks["start"][:, None] + np.cumsum(gaps + lengths, axis=1) - lengths
+    trace.mark("issue")[:] = trace.blocks["start"][:, None]
+    trace.mark("loaded")[:] = loaded
+    trace.mark("computed")[:] = loaded + lengths
+    trace.blocks["end"] = np.maximum(trace.blocks["end"], loaded[:, -1] + lengths[:, -1])
     centres, gflops = flop_rate(trace, bins=bins)
     assert np.all(np.isfinite(gflops))
     assert integral(centres, gflops, trace) == pytest.approx(total_flops(trace), rel=1e-9)

@@ -11,7 +11,7 @@ from matviz.backends.contract import RunRequest
 from matviz.backends.simulator import simulate
 from matviz.core.metrics import max_resident
 from matviz.core.timeline import BlockState, Timeline, _fifo_slots
-from matviz.core.trace import BLOCK_DTYPE
+from matviz.core.trace import BLOCK_DTYPE, Trace
 
 S = BlockState
 
@@ -27,7 +27,7 @@ def reference(trace, block: int, t: int) -> tuple[int, int]:
     if trace.n_tiles == 0 or not len(hit):
         return S.RUNNING, -1
     r = int(hit[0])
-    issue, loaded, computed = trace.issue[r], trace.loaded[r], trace.computed[r]
+    issue, loaded, computed = (trace.mark(m)[r] for m in ("issue", "loaded", "computed"))
     warp = np.flatnonzero(trace.warp_blocks == block)
     n = trace.n_tiles
     if t < issue[0] or t >= computed[-1]:
@@ -103,9 +103,9 @@ def hand_trace(make_trace, warps: bool = False):
     end 60. With warps: at tile 0, barrier 1 the slowest warp left the other waiting 4 ns."""
     trace = make_trace(grid=(1, 1), n_tiles=2, n_sms=1, warps=warps)
     trace.blocks["start"], trace.blocks["end"] = 0, 60
-    trace.issue[0] = [10, 33]
-    trace.loaded[0] = [20, 40]
-    trace.computed[0] = [30, 50]
+    trace.marks[0, :, 0] = [10, 33]  # issue
+    trace.marks[0, :, 1] = [20, 40]  # loaded
+    trace.marks[0, :, 2] = [30, 50]  # computed
     if warps:
         trace.barrier_wait[:] = 0
         trace.barrier_wait[0, 0, 3, 0] = 4  # arrival at barrier 1 of tile 0: 16
@@ -189,8 +189,7 @@ def test_boundaries_cover_every_mark(make_trace):
     tl = Timeline(trace)
     bounds = tl.boundaries()
     assert bounds.dtype == np.int64 and np.all(np.diff(bounds) > 0)
-    for name in ("issue", "loaded", "computed"):
-        assert np.isin(getattr(trace, name), bounds).all()
+    assert np.isin(trace.marks, bounds).all()
     assert np.isin(trace.blocks["start"], bounds).all()
     assert np.isin(trace.blocks["end"], bounds).all()
     assert tl.boundaries() is bounds  # cached
@@ -365,7 +364,7 @@ def test_states_speed(shape, tile, budget):
 
     worst = max(_timed(lambda t=t: fresh(t), 3) for t in times)
     step = _timed(lambda: tl.step(trace.duration_ns / 3, +1), 5)
-    print(f"\nstates {trace.issue.shape}: worst {worst * 1e3:.2f} ms; step {step * 1e3:.2f} ms")
+    print(f"\nstates {trace.marks.shape}: worst {worst * 1e3:.2f} ms; step {step * 1e3:.2f} ms")
     assert worst < 0.05
 
 
@@ -383,3 +382,69 @@ def test_sm_slots_speed():
     assert used == max(
         sweep_overlap(blocks["start"][sm == s], blocks["end"][sm == s]) for s in range(132)
     )
+
+
+# -- several k-steps in flight --------------------------------------------------------------------
+
+
+def in_flight_trace(make_trace):
+    """One block, 3 k-steps of a double-buffered kernel: a copy channel (the next step's tiles
+    go from global to shared memory) beside a compute channel. Copy of step t + 1 runs while
+    step t computes:
+
+        copy     [10, 20) [25, 35) [40, 50)
+        compute           [20, 38) [38, 52) [52, 60)      block [0, 70)
+    """
+    trace = make_trace(grid=(1, 1), n_tiles=3, n_sms=1)
+    kstep = trace.manifest["description"]["kstep"]
+    kstep["channels"] = [["copy_issue", "copy_done"], ["compute_begin", "compute_end"]]
+    kstep["phases"] = [
+        {"name": "copy", "begin": "copy_issue", "end": "copy_done", "state": "loading",
+         "barrier": ""},
+        {"name": "compute", "begin": "compute_begin", "end": "compute_end",
+         "state": "computing", "barrier": "__syncthreads"},
+    ]  # fmt: skip
+    kstep["chained"], kstep["in_flight"] = False, 2
+    marks = np.array([[[10, 20, 20, 38], [25, 35, 38, 52], [40, 50, 52, 60]]], np.int64)
+    trace.blocks["start"], trace.blocks["end"] = 0, 70
+    return Trace(manifest=trace.manifest, blocks=trace.blocks,
+                 phase_blocks=np.array([0]), marks=marks)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("t", "state", "ktile", "phase"),
+    [
+        (5, S.RUNNING, -1, None),  # prologue
+        (10, S.LOADING, 0, "copy"),  # the first tiles: nothing to compute on yet
+        (19, S.LOADING, 0, "copy"),
+        (20, S.COMPUTING, 0, "compute"),
+        (22, S.COMPUTING, 0, "compute"),  # the copy channel is idle: no false "loading"
+        (30, S.COMPUTING, 0, "compute"),  # step 1's copy is in flight under step 0's compute
+        (38, S.COMPUTING, 1, "compute"),
+        (45, S.COMPUTING, 1, "compute"),
+        (55, S.COMPUTING, 2, "compute"),
+        (60, S.RUNNING, -1, None),  # epilogue
+        (70, S.DONE, -1, None),
+    ],
+)
+def test_two_channels_in_flight(make_trace, t, state, ktile, phase):
+    trace = in_flight_trace(make_trace)
+    tl = Timeline(trace)
+    assert tl.block_phase(0, t) == (state, ktile)
+    assert (tl.states(t)[0], tl.ktiles(t)[0]) == (state, ktile)
+    found = tl.phase_at(0, t)
+    assert (found.name if found else None) == phase
+
+
+def test_two_channels_step_through_every_mark(make_trace):
+    trace = in_flight_trace(make_trace)
+    tl = Timeline(trace)
+    marks = sorted(set(trace.marks.ravel().tolist()) | {0, 70})
+    forward, t = [], 0
+    while t < 70:
+        t = tl.step(t, +1)
+        forward.append(t)
+    assert forward == marks[1:]
+    assert tl.step(45, -1) == 40 and tl.step(45, +1) == 50
+    assert np.array_equal(tl.boundaries(0), marks)
+    assert tl.phase_span(0, 30) == (20, 38)  # one (state, k-step) stretch across the copy

@@ -123,9 +123,10 @@ def test_file_layout(saved):
         manifest = json.loads(zf.read("manifest.json"))
     assert manifest["format_version"] == FORMAT_VERSION
     arrays = stored_arrays(saved)
-    for name in ("issue", "loaded", "computed", "barrier_wait"):
+    for name in ("marks", "barrier_wait"):
         assert arrays[name].dtype == np.uint32, name
     assert arrays["delta_encoded"].all()
+    assert arrays["marks"].shape[2] == 3  # issue, loaded, computed of the tiled description
     assert "format_version" not in load_trace(saved).manifest
 
 
@@ -135,20 +136,19 @@ def test_large_times_fall_back_to_int64(tmp_path, make_trace):
     path = tmp_path / "long.mvz"
     save_trace(original, path)
     arrays = stored_arrays(path)
-    assert arrays["issue"].dtype == np.int64
-    assert not arrays["delta_encoded"][:3].any()
+    assert arrays["marks"].dtype == np.int64
+    assert not arrays["delta_encoded"][0]
     assert_same(original, load_trace(path))
 
 
 def test_late_kernel_with_short_phases_still_uses_uint32(tmp_path, make_trace):
     original = make_trace()
-    for name in ("issue", "loaded", "computed"):
-        getattr(original, name)[...] += 10**12
+    original.marks[...] += 10**12
     original.blocks["start"] += 10**12
     original.blocks["end"] += 10**12
     path = tmp_path / "late.mvz"
     save_trace(original, path)
-    assert stored_arrays(path)["issue"].dtype == np.uint32
+    assert stored_arrays(path)["marks"].dtype == np.uint32
     assert_same(original, load_trace(path))
 
 
@@ -166,9 +166,7 @@ def test_round_trip_random_phase_times(make_trace, issue, loaded, computed, star
     original.blocks["start"] += start
     original.blocks["end"] += start
     starts = original.blocks["start"][original.phase_blocks][:, None]
-    original.issue = starts + issue
-    original.loaded = starts + loaded
-    original.computed = starts + computed
+    original.marks = np.stack([starts + issue, starts + loaded, starts + computed], axis=-1)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "h.mvz"
         save_trace(original, path)
@@ -343,16 +341,17 @@ def _set(name, value):
     [
         (_set("blocks", lambda a: a["start"].astype(np.float64)), "blocks"),
         (_set("probe", lambda a: a["offsets"]), "probe"),
-        (_set("issue", lambda a: a.astype(np.float32)), "issue"),
-        (_set("issue", lambda a: a[0]), "issue"),
-        (_set("loaded", lambda a: a[:-1]), "loaded"),
-        (_set("barrier_wait", lambda a: a[..., :1]), "barrier_wait"),
+        (_set("marks", lambda a: a.astype(np.float32)), "marks"),
+        (_set("marks", lambda a: a[0]), "marks"),
+        (_set("marks", lambda a: a[:-1]), "marks"),
+        (_set("marks", lambda a: a[:, :, :-1]), "marks hold 2 marks per k-step"),
+        (_set("barrier_wait", lambda a: a[..., :1]), "barrier waits for 1 barriers"),
         (_set("phase_blocks", lambda a: a.astype(np.float64)), "phase_blocks"),
         (_set("phase_blocks", lambda a: a + 100), "outside the grid"),
         (_set("warp_blocks", lambda a: a - 100), "outside the grid"),
-        (_set("delta_encoded", np.array([1, 1, 1, 1])), "delta_encoded"),
-        (_set("delta_encoded", np.array([True, False, True, True])), "loaded"),
-        (_set("computed", lambda a: a[:, :-1]), "differ in shape"),
+        (_set("delta_encoded", np.array([1, 1])), "delta_encoded"),
+        (_set("delta_encoded", np.array([True, True, True])), "delta_encoded"),
+        (_set("delta_encoded", np.array([False, True])), "marks"),
         (lambda arrays: arrays.pop("probe"), "lacks probe"),
     ],
 )
@@ -410,3 +409,23 @@ def test_schema_1_manifest_of_an_unknown_kernel_is_one_clear_error(saved, tmp_pa
 
     msg = load_error(rewrite(saved, tmp_path / "v.mvz", manifest=old_unknown))
     assert "cannot upgrade a schema-1 manifest" in msg and "from_the_future" in msg
+
+
+def test_format_1_arrays_are_read_as_marks(saved, tmp_path):
+    # matviz before kernel descriptions stored issue, loaded and computed as three arrays
+    def to_format_1(arrays):
+        marks = arrays.pop("marks")
+        for i, name in enumerate(("issue", "loaded", "computed")):
+            arrays[name] = np.ascontiguousarray(marks[:, :, i])
+        flags = arrays["delta_encoded"]
+        arrays["delta_encoded"] = np.array([flags[0]] * 3 + [flags[1]])
+
+    def older(m):
+        m["format_version"] = 1
+
+    path = rewrite(saved, tmp_path / "f1.mvz", manifest=older, arrays=to_format_1)
+    assert_same(load_trace(saved), load_trace(path))
+    assert "differ in shape" in load_error(
+        rewrite(path, tmp_path / "f1b.mvz", manifest=older,
+                arrays=_set("computed", lambda a: a[:, :-1]))
+    )  # fmt: skip

@@ -1,5 +1,6 @@
 """Perfetto / Chrome trace JSON: one event per block and per recorded phase, properly nested."""
 
+import copy
 import gzip
 import json
 from collections import defaultdict
@@ -9,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from matviz.core.kernel import StepLayout
 from matviz.core.timeline import Timeline
+from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 from matviz.export import perfetto
 from matviz.paths import TRACE_DIR
@@ -64,8 +67,13 @@ def test_one_event_per_block_and_per_phase_mark_pair(tmp_path, trace):
     assert first["args"]["bx"] == int(trace.blocks["bx"][b])
     assert first["args"]["by"] == int(trace.blocks["by"][b])
     row = trace.phase_row(b)
-    assert first["ts"] == pytest.approx(trace.issue[row, 3] / 1000, abs=1e-9)
-    assert first["dur"] == pytest.approx((trace.loaded[row, 3] - trace.issue[row, 3]) / 1000)
+    issue, loaded = trace.mark("issue")[row, 3], trace.mark("loaded")[row, 3]
+    assert first["ts"] == pytest.approx(issue / 1000, abs=1e-9)
+    assert first["dur"] == pytest.approx((loaded - issue) / 1000)
+    compute = next(e for e in computes if e["args"]["block"] == b and e["args"]["ktile"] == 3)
+    assert compute["name"] == "compute k=3" and compute["tid"] == first["tid"]
+    assert compute["ts"] == pytest.approx(loaded / 1000, abs=1e-9)
+    assert compute["dur"] == pytest.approx((trace.mark("computed")[row, 3] - loaded) / 1000)
     names = {e["name"] for e in blocks}
     gx, gy = trace.grid
     assert names == {f"block ({x},{y})" for x in range(gx) for y in range(gy)}
@@ -92,6 +100,101 @@ def test_tracks_are_monotone_blocks_never_overlap_phases_nest(tmp_path, trace):
             if e["cat"] in ("load", "compute"):
                 lo, hi = spans[e["args"]["block"]]
                 assert lo - 1e-9 <= e["ts"] and e["ts"] + e["dur"] <= hi + 1e-9
+        assert_nested(events)
+
+
+def assert_nested(events):
+    """Events of one track are disjoint or nested, never partly overlapping (Perfetto would
+    draw them wrongly); equal starts nest when the longer one comes first in the file."""
+    stack: list[float] = []  # ends of the open enclosing events
+    for e in sorted(events, key=lambda e: (e["ts"], -e["dur"])):
+        while stack and stack[-1] <= e["ts"] + 1e-9:
+            stack.pop()
+        end = e["ts"] + e["dur"]
+        assert not stack or end <= stack[-1] + 1e-9, ("partial overlap", e)
+        stack.append(end)
+
+
+def kstep_section(channels, phases, chained=True):
+    """A description's kstep section as a manifest stores it; phases are (name, begin, end,
+    state, barrier)."""
+    return {
+        "depth": 16, "count": 5, "channels": [list(c) for c in channels], "chained": chained,
+        "in_flight": len(channels),
+        "phases": [dict(zip(("name", "begin", "end", "state", "barrier"), ph, strict=True))
+                   for ph in phases],
+    }  # fmt: skip
+
+
+DOUBLE_BUFFERED = kstep_section(
+    [("copy", "landed"), ("ready", "done")],
+    [("copy", "copy", "landed", "loading", ""), ("mma", "ready", "done", "computing", "bar")],
+)
+
+
+def double_buffered(trace):
+    """``trace`` re-described with two channels in flight: the copy of k-step t + 1 runs
+    beside the multiply-adds of step t. Every block of length D splits into n + 2 parts of
+    L = D / (n + 2): copy t on [t L, (t + 1) L), mma t half a part later, on
+    [(t + 1.5) L, (t + 2.5) L): each mma partly overlaps two copies."""
+    manifest = copy.deepcopy(trace.manifest)
+    manifest["description"]["kstep"] = DOUBLE_BUFFERED
+    rows, n = trace.phase_blocks, trace.n_tiles
+    start = trace.blocks["start"][rows].astype(np.int64)[:, None]
+    part = (trace.blocks["end"][rows].astype(np.int64)[:, None] - start) // (n + 2)
+    t = np.arange(n)[None, :]
+    copy_at, mma_at = start + t * part, start + (t + 1) * part + part // 2
+    marks = np.stack([copy_at, copy_at + part, mma_at, mma_at + part], axis=2)
+    return Trace(manifest, trace.blocks.copy(), phase_blocks=rows.copy(), marks=marks)
+
+
+def test_two_channels_in_flight_get_their_own_tracks(tmp_path, trace):
+    both = double_buffered(trace)
+    stats, doc = export(both, tmp_path / "t.json")
+    copies, mmas = complete(doc, "copy"), complete(doc, "mma")
+    n_phase = len(both.phase_blocks) * both.n_tiles
+    assert len(copies) == len(mmas) == n_phase and stats.phases == 2 * n_phase
+    slots, _ = Timeline(both).sm_slots()
+    tracks = defaultdict(list)
+    for e in complete(doc):
+        if e["cat"] != "kernel":
+            tracks[(e["pid"], e["tid"])].append(e)
+    for events in tracks.values():
+        assert_nested(events)
+    blocks = {e["args"]["block"]: e for e in complete(doc, "block")}
+    for e in copies + mmas:  # copies nest in the block's track, mmas run on the next one
+        block = blocks[e["args"]["block"]]
+        assert e["pid"] == block["pid"]
+        assert e["tid"] == block["tid"] + (e["cat"] == "mma")
+        assert block["args"]["slot"] == slots[e["args"]["block"]]
+    assert {e["tid"] for e in complete(doc, "block")} == {2 * s + 1 for s in slots.tolist()}
+    # on one track they would partly overlap: the copy of step 1 runs into the mma of step 0
+    b = int(both.phase_blocks[0])
+    copy1 = next(e for e in copies if e["args"]["block"] == b and e["args"]["ktile"] == 1)
+    mma0 = next(e for e in mmas if e["args"]["block"] == b and e["args"]["ktile"] == 0)
+    assert copy1["name"] == "copy k=1" and mma0["name"] == "mma k=0"
+    assert copy1["ts"] < mma0["ts"] < copy1["ts"] + copy1["dur"] < mma0["ts"] + mma0["dur"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}  # fmt: skip
+    assert names[(mma0["pid"], mma0["tid"])] == f"slot {slots[b]}: mma"
+    assert names[(copy1["pid"], copy1["tid"])] == f"slot {slots[b]}"
+
+
+def test_phases_that_partly_overlap_in_one_channel_are_split():
+    layout = StepLayout.of(
+        kstep_section(
+            [("a", "b", "c", "d"), ("e", "f")],
+            [("ac", "a", "c", "loading", ""), ("bd", "b", "d", "computing", ""),
+             ("ab", "a", "b", "loading", ""), ("cd", "c", "d", "computing", ""),
+             ("ef", "e", "f", "computing", "")],
+        )
+    )  # fmt: skip
+    track, per_slot = perfetto._tracks(layout)
+    # ac holds ab and touches cd; bd overlaps ac partly: a second track; ef: its own channel
+    assert dict(zip([ph.name for ph in layout.phases], track, strict=True)) == {
+        "ac": 0, "bd": 1, "ab": 0, "cd": 0, "ef": 2
+    }  # fmt: skip
+    assert per_slot == 3
 
 
 def test_sampled_blocks_only_get_phases(tmp_path, make_sim):
@@ -115,7 +218,7 @@ def test_bundled_h200_recording(tmp_path):
 
     trace = load_trace(BUNDLED)
     stats, doc = export(trace, tmp_path / "h200.json")
-    assert stats.phases == 2 * trace.issue.size
+    assert stats.phases == 2 * trace.mark("issue").size
     assert "recorded on NVIDIA H200" in doc["metadata"]["source"]
 
 

@@ -140,8 +140,9 @@ class GridView(Retranslating, QWidget):
         """Hover text: block coordinates, SM, state and k-tile at the playhead."""
         trace = self.session.trace
         row = trace.blocks[block]
-        state, ktile = self.timeline.block_phase(block, self.session.playhead_ns)
-        name = tr(palette.STATE_NAMES.get(BlockState(int(state)), "running"))
+        t = self.session.playhead_ns
+        state, ktile = self.timeline.block_phase(block, t)
+        name = palette.state_text(self.timeline, block, t, state)
         n_steps = trace.config.n_steps
         kt = f"{int(ktile) + 1} / {n_steps}" if ktile is not None and ktile >= 0 else "–"
         return tr("block ({bx}, {by}) · SM {sm}\nstate: {state} · k-tile: {kt}").format(

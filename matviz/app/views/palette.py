@@ -158,6 +158,19 @@ def index_ticks(n: int, max_labels: int = 16, offset: float = 0.5) -> list[tuple
     return [(i + offset, str(i)) for i in range(0, n, step)]
 
 
+_IN_PHASE = (BlockState.LOADING, BlockState.AT_BARRIER, BlockState.COMPUTING)
+
+
+def state_text(timeline, block: int, t_ns: float, state: BlockState) -> str:
+    """The translated state name, with the description's phase that sets it ('computing
+    (compute)'); several phases share a state, and a block is at the barrier of one phase."""
+    from matviz.app.i18n import tr
+
+    name = tr(STATE_NAMES.get(BlockState(int(state)), "running"))
+    phase = timeline.phase_at(block, t_ns) if state in _IN_PHASE else None
+    return f"{name} ({phase.name})" if phase is not None else name
+
+
 def source_html(trace, label: str) -> str:
     """Where the data came from; simulated data is always marked, in colour and in words."""
     from matviz.app.i18n import tr

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
-from matviz.core.timeline import BlockState, Timeline
+from matviz.core.timeline import Timeline
 
 BINS = 2000  # time bins of the raster
 MODES = ("wave", "progress")
@@ -145,8 +145,10 @@ class SmLanesView(Retranslating, QWidget):
             phase_row[trace.phase_blocks] = np.arange(len(trace.phase_blocks))
             pr = phase_row[block]
             has = pr >= 0
-            big = float(max(int(trace.computed.max()), self._span) + 1)
-            flat = (trace.computed + np.arange(len(trace.computed))[:, None] * big).ravel()
+            # A k-step is done when its last mark has passed (in any channel of marks).
+            done_at = np.maximum.accumulate(trace.marks.max(axis=2), axis=1)
+            big = float(max(int(done_at.max()), self._span) + 1)
+            flat = (done_at + np.arange(len(done_at))[:, None] * big).ravel()
             done = np.searchsorted(flat, t[has] + pr[has] * big, side="right")
             frac[has] = (done - pr[has] * trace.n_tiles) / trace.n_tiles
         codes[busy] = 1 + np.clip(frac * PROGRESS_LEVELS, 0, PROGRESS_LEVELS - 1).astype(np.uint8)
@@ -210,8 +212,9 @@ class SmLanesView(Retranslating, QWidget):
     def describe(self, block: int) -> str:
         """Hover text: which block, where and when it ran, and its phase at the playhead."""
         b = self.session.trace.blocks[block]
-        state, ktile = self.timeline.block_phase(block, self.session.playhead_ns)
-        name = tr(palette.STATE_NAMES.get(BlockState(int(state)), "running"))
+        t = self.session.playhead_ns
+        state, ktile = self.timeline.block_phase(block, t)
+        name = palette.state_text(self.timeline, block, t, state)
         if ktile is not None and ktile >= 0:
             name += " · " + tr("k-tile {k}").format(k=int(ktile) + 1)
         return tr(

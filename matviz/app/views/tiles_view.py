@@ -239,7 +239,8 @@ class TilesView(Retranslating, QWidget):
         """Per frame: the block's state and k-step at the playhead."""
         trace = self.session.trace
         bx, by = self._block()
-        state = tr(palette.STATE_NAMES.get(self.state, "running"))
+        block, t = self.session.selected_block, self.session.playhead_ns
+        state = palette.state_text(self.timeline, block, t, self.state)
         kt = f"{self.ktile + 1} / {self._n_k()}" if self.ktile >= 0 else "–"
         self.title.setText(
             tr("Block ({bx}, {by}) at the playhead: {state} · k-tile {kt}").format(
