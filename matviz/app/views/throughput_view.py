@@ -49,7 +49,8 @@ class ThroughputView(Retranslating, QWidget):
                 plot.getAxis(axis).enableAutoSIPrefix(False)
         self.runs_plot.getViewBox().setMouseEnabled(False, False)
         self.legend = self.runs_plot.addLegend(labelTextColor=palette.FOREGROUND)
-        self.legend.anchor(itemPos=(0, 0.5), parentPos=(0, 0.5), offset=(10, 0))
+        # top left, above the points: the peak and cuBLAS lines carry their labels on the right
+        self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(10, 2))
         self.runs_plot.getAxis("bottom").setHeight(62)  # two-line configuration labels
         self.scatter: dict[str, pg.ScatterPlotItem] = {}
         for backend, style in palette.BACKEND_STYLE.items():
