@@ -1,64 +1,31 @@
-"""03_tiled_transposed: A's tile stored transposed, As[k][m]: bank conflicts, padding (§27-28)."""
+"""03_tiled_transposed: A's tile stored transposed, As[k][m]: bank conflicts, padding (§27-28).
 
-from matviz.core.kernel import (
-    Kernel,
-    KStep,
-    Launch,
-    Param,
-    Phase,
-    SharedArray,
-    Site,
-    Work,
-    cdiv,
-)
+The kernel 02 with one change: A's tile is stored transposed. Its store As[tx][ty] strides by
+T + PAD words across a warp (32-way at T=32, PAD 0); the inner loop reads As[k][ty], a
+broadcast within each row of threads.
+"""
 
-FLOAT = 4
+import dataclasses
 
+from matviz.core.kernel import Site
+from matviz.core.registry import sibling
 
-def issued(p, M, N, K):
-    """Each block column re-reads all of A, each block row all of B (guards included)."""
-    return (cdiv(N, p.tile) * M * K + cdiv(M, p.tile) * K * N) * FLOAT
+tiled = sibling("02_tiled")
+_, st_Bs, _, ld_Bs = tiled.sites
 
-
-KERNEL = Kernel(
+KERNEL = dataclasses.replace(
+    tiled,
     title="Tiled, A stored transposed: bank conflicts and padding",
     concept="a transposed shared store hits one bank 32 times; [T][T+1] padding fixes it",
     sections="lesson 8 §27-28; article §6.2",
-    params=(
-        Param("tile", (8, 16, 32), 16, "TILE", "T", "tile edge T: each block is T x T threads"),
-        Param("pad", (0, 1, 2, 4), 0, "PAD", "P", "extra shared-memory columns per tile row"),
-    ),
-    launch=lambda p, M, N, K: Launch(
-        grid=(cdiv(N, p.tile), cdiv(M, p.tile)), block=(p.tile, p.tile), c_tile=(p.tile, p.tile)
-    ),
-    shared=lambda p: (
-        SharedArray("As", p.tile, p.tile, pad=p.pad, source="A"),
-        SharedArray("Bs", p.tile, p.tile, pad=p.pad, source="B"),
-    ),
     sites=(
-        # As[tx][ty] = A[by*T + ty][t*T + tx] (transposed);  Bs[ty][tx] = B[t*T + ty][bx*T + tx]
+        # As[tx][ty] = A[by*T + ty][t*T + tx]: the global read stays coalesced
         Site("st_As", "store", "As", "load", at=lambda th, p: (th.tx, th.ty),
              source=lambda th, p: (th.by * p.tile + th.ty, th.t * p.tile + th.tx)),
-        Site("st_Bs", "store", "Bs", "load", at=lambda th, p: (th.ty, th.tx),
-             source=lambda th, p: (th.t * p.tile + th.ty, th.bx * p.tile + th.tx)),
-        # sum += As[k][ty] * Bs[k][tx] for k = 0 .. T-1
+        st_Bs,
+        # sum += As[k][ty] * Bs[k][tx]
         Site("ld_As", "load", "As", "compute", repeat=lambda p: p.tile,
              at=lambda th, p: (th.k, th.ty)),
-        Site("ld_Bs", "load", "Bs", "compute", repeat=lambda p: p.tile,
-             at=lambda th, p: (th.k, th.tx)),
+        ld_Bs,
     ),  # fmt: skip
-    kstep=KStep(
-        depth=lambda p: p.tile,
-        channels=(("issue", "loaded", "computed"),),
-        phases=(
-            Phase("load", "issue", "loaded", "loading", barrier="__syncthreads"),
-            Phase("compute", "loaded", "computed", "computing", barrier="__syncthreads"),
-        ),
-    ),
-    work=Work(
-        formula="2mnk/T × 4 B",
-        formula_bytes=lambda p, M, N, K: 2 * M * N * K / p.tile * FLOAT,
-        issued_bytes=issued,
-    ),
-    registers=32,
 )

@@ -42,6 +42,11 @@ def _load(path: Path) -> Kernel:
     )
 
 
+def sibling(stem: str) -> Kernel:
+    """The description in ``kernels/<stem>.py``, for a description that varies another one."""
+    return _load(KERNEL_DIR / f"{stem}.py")
+
+
 @cache
 def kernels() -> dict[str, Kernel]:
     """Every registered kernel by name, in number order."""

@@ -131,7 +131,14 @@ class Trace:
     @cached_property
     def layout(self) -> StepLayout:
         """Marks, channels and phases of a k-step, from the manifest's description."""
-        return StepLayout.of(self.manifest["description"].get("kstep"))
+        description = self.manifest["description"]
+        if not isinstance(description, dict):
+            raise ValueError("the manifest's description is not an object")
+        try:
+            return StepLayout.of(description.get("kstep"))
+        except (TypeError, KeyError, ValueError, AttributeError, StopIteration) as exc:
+            reason = f"no {exc}" if isinstance(exc, KeyError) else str(exc) or "unreadable"
+            raise ValueError(f"the description's k-step is malformed ({reason})") from None
 
     def mark(self, name: str) -> np.ndarray:
         """Times of one named mark: (phase rows, k-steps), a view into ``marks``."""

@@ -429,3 +429,18 @@ def test_format_1_arrays_are_read_as_marks(saved, tmp_path):
         rewrite(path, tmp_path / "f1b.mvz", manifest=older,
                 arrays=_set("computed", lambda a: a[:, :-1]))
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda m: m.update(description="nope"), "description is not an object"),
+        (lambda m: m["description"].update(kstep={"channels": 5}), "k-step is malformed"),
+        (lambda m: m["description"]["kstep"]["phases"][0].pop("begin"), "k-step is malformed"),
+        (lambda m: m["description"]["kstep"].update(channels=[["a", "b"]]), "k-step is malformed"),
+        (lambda m: m["description"]["kstep"]["phases"][0].update(state="x"), "k-step is malformed"),
+    ],
+)
+def test_a_malformed_description_is_one_clear_error(saved, tmp_path, edit, needle):
+    msg = load_error(rewrite(saved, tmp_path / "d.mvz", manifest=edit))
+    assert needle in msg and "\n" not in msg
