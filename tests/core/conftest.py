@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from matviz.core import registry
-from matviz.core.trace import PROBE_DTYPE, SCHEMA_VERSION, Trace, make_blocks
+from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
+from matviz.core.trace import PROBE_DTYPE, Trace, make_blocks
 
 TILE = 16
 
@@ -51,24 +52,20 @@ def build_trace(
     blocks["end"] = (starts + durations) * time_scale
 
     config = registry.configure("tiled", {"tile": TILE}, gy * TILE, gx * TILE, tiles * TILE)
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "kernel": config.kernel.name,
-        "params": dict(config.params),
-        "M": config.M,
-        "N": config.N,
-        "K": config.K,
-        "dtype": "float32",
-        "backend": "sim",
-        "level": 3 if (warps or probe) else 2,
-        "description": config.describe(),
-        "device": {"name": "Test GPU", "sm_count": n_sms},
-        "timer": "globaltimer",
-        "geometry": {"grid": list(config.grid), "block": list(config.block)},
-        "sampling": {"phase_blocks": "all" if sample is None else sample},
-        "software": {"matviz": "test"},
-        "stats": {"time_ms_median": 0.25, "time_ms": [0.25, 0.26]},
-    }
+    kept = n_blocks if sample is None else min(sample, -(-n_blocks // 2))
+    manifest = build_manifest(
+        config,
+        backend="sim",
+        level=3 if (warps or probe) else 2,
+        device={"name": "Test GPU", "sm_count": n_sms},
+        timer=Timer("globaltimer", 32),
+        geometry=Geometry.of(config, {}),
+        sampling=Sampling(budget_bytes=2**20, timeline_level=2, phase_blocks=kept),
+        software={"matviz": "test"},
+        stats=Stats(0.25, 0.25, 0.26, 2, config.flops / 0.25e6, None, None),
+        occupancy={},
+        details={},
+    )
     kwargs: dict = {}
     if phases and n_tiles > 0:
         rows = np.arange(n_blocks) if sample is None else np.arange(0, n_blocks, 2)[:sample]
