@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol
 
 from matviz.core import sampling
-from matviz.core.kernel import LEVELS, KernelConfig
+from matviz.core.config import KernelConfig
+from matviz.core.kernel import LEVELS
 from matviz.core.registry import get_kernel
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError

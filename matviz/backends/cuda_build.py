@@ -12,7 +12,7 @@ import cupy
 import numpy as np
 
 import matviz
-from matviz.core.kernel import KernelConfig
+from matviz.core.config import KernelConfig
 from matviz.paths import KERNEL_DIR
 
 SPACER_CYCLES = 200_000  # ~100 us at 1980 MHz: longer than any launch call takes on the host

@@ -18,7 +18,8 @@ from matviz.backends import trace_decode
 from matviz.backends.contract import RunRequest
 from matviz.backends.cuda_status import _one_line
 from matviz.core import sampling
-from matviz.core.kernel import STATIC_SMEM_LIMIT, KernelConfig
+from matviz.core.config import KernelConfig
+from matviz.core.kernel import STATIC_SMEM_LIMIT
 from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.trace import Trace

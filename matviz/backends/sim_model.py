@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from matviz.core import access, banks
-from matviz.core.kernel import KernelConfig
+from matviz.core.config import KernelConfig
 from matviz.core.occupancy import Occupancy
 from matviz.core.trace import PROBE_DTYPE
 

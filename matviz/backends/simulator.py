@@ -49,7 +49,8 @@ from matviz.backends.sim_schedule import (
     share_table,
 )
 from matviz.core import access, sampling
-from matviz.core.kernel import STATIC_SMEM_LIMIT, KernelConfig
+from matviz.core.config import KernelConfig
+from matviz.core.kernel import STATIC_SMEM_LIMIT
 from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy
 from matviz.core.trace import Trace, make_blocks

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from matviz.core.kernel import KernelConfig
+from matviz.core.config import KernelConfig
 from matviz.core.trace import PROBE_DTYPE, make_blocks
 
 MIN_ANCHOR_SPAN_NS = 2_000  # shorter blocks give a too-coarse clock-rate estimate (32 ns ticks)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from matviz.core.kernel import WARP, KernelConfig, Where
+from matviz.core.config import KernelConfig
+from matviz.core.kernel import WARP, Where
 from matviz.core.trace import PROBE_DTYPE
 
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from matviz.core import banks, metrics
 from matviz.core import explain_texts as txt
+from matviz.core.config import KernelConfig, PhaseMarks
 from matviz.core.explain_texts import TEMPLATES  # noqa: F401  (the app and tests use it here)
-from matviz.core.kernel import KernelConfig, PhaseMarks
 from matviz.core.timeline import BlockState, Timeline
 from matviz.core.trace import Trace
 

@@ -18,7 +18,8 @@ A kernel is ``kernels/NN_name.cu`` plus ``kernels/NN_name.py``, a small module t
 
 Everything else (compile defines, probe slot numbers, the access model, the simulator's work,
 the GUI controls, the CLI options, the sweep axes, the manifest) is derived from it through
-:class:`KernelConfig`, a description with its parameters and problem shape filled in.
+:class:`matviz.core.config.KernelConfig`, a description with its parameters and problem shape
+filled in.
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from matviz.errors import MatvizError
+
+if TYPE_CHECKING:
+    from matviz.core.config import KernelConfig
 
 WARP = 32
 MAX_THREADS_PER_BLOCK = 1024
@@ -78,7 +81,7 @@ class Params(Mapping[str, ParamValue]):
 IntOf = int | Callable[[Params], int]
 
 
-def _value(spec: IntOf, p: Params) -> int:
+def value_of(spec: IntOf, p: Params) -> int:
     return int(spec(p) if callable(spec) else spec)
 
 
@@ -335,6 +338,8 @@ class Kernel:
         self, params: Mapping[str, Any] | None, M: int, N: int, K: int, *, check: bool = True
     ) -> KernelConfig:
         """This kernel at ``params`` (defaults filled) for an M x N x K problem."""
+        from matviz.core.config import KernelConfig  # it builds on these types
+
         config = KernelConfig(self, self.resolve_params(params), *_shape(M, N, K))
         if check:
             config.check()
@@ -350,357 +355,3 @@ def _shape(M: Any, N: Any, K: Any) -> tuple[int, int, int]:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise MatvizError(f"{label} must be a whole number >= 1 (got {value!r})")
     return int(M), int(N), int(K)  # numpy int32 products would wrap
-
-
-@dataclass(frozen=True)
-class PhaseMarks:
-    """A phase located in the trace's ``marks``: the indices of its begin and end marks."""
-
-    phase: Phase
-    begin: int
-    end: int
-    channel: int
-    barrier: int  # index in barrier_wait's last axis, -1 if no barrier ends the phase
-
-    @property
-    def name(self) -> str:
-        return self.phase.name
-
-
-@dataclass(frozen=True)
-class StepLayout:
-    """Where each mark and phase of a k-step sits in a trace's ``marks`` (rows, steps, marks).
-
-    Built from the description's ``kstep`` section as a manifest stores it, so a trace is read
-    the same whether or not this matviz knows its kernel.
-    """
-
-    marks: tuple[str, ...] = ()
-    channels: tuple[tuple[int, ...], ...] = ()
-    phases: tuple[PhaseMarks, ...] = ()
-    chained: bool = True
-
-    @classmethod
-    def of(cls, kstep: Mapping[str, Any] | None) -> StepLayout:
-        if not kstep:
-            return cls()
-        names = tuple(str(m) for channel in kstep["channels"] for m in channel)
-        channels, start = [], 0
-        for channel in kstep["channels"]:
-            channels.append(tuple(range(start, start + len(channel))))
-            start += len(channel)
-        phases, barrier = [], 0
-        for ph in kstep["phases"]:
-            phase = Phase(ph["name"], ph["begin"], ph["end"], ph["state"], ph.get("barrier") or "")
-            begin, end = names.index(phase.begin), names.index(phase.end)
-            channel = next(i for i, ch in enumerate(channels) if begin in ch)
-            phases.append(PhaseMarks(phase, begin, end, channel, barrier if phase.barrier else -1))
-            barrier += bool(phase.barrier)
-        return cls(names, tuple(channels), tuple(phases), bool(kstep.get("chained", True)))
-
-    @property
-    def n_barriers(self) -> int:
-        return sum(ph.barrier >= 0 for ph in self.phases)
-
-
-@dataclass(frozen=True)
-class ResolvedSite:
-    site: Site
-    repeat: int
-    slot: int  # first probe slot; instance k uses slot + k
-
-    @property
-    def name(self) -> str:
-        return self.site.name
-
-
-class KernelConfig:
-    """A kernel at given parameters and problem shape: everything derived from its description."""
-
-    def __init__(self, kernel: Kernel, params: Mapping[str, ParamValue], M: int, N: int, K: int):
-        self.kernel = kernel
-        self.params = dict(params)
-        self.p = Params(self.params)
-        self.M, self.N, self.K = M, N, K
-
-    def __repr__(self) -> str:
-        return f"KernelConfig({self.kernel.name}, {self.params}, {self.M}x{self.N}x{self.K})"
-
-    # -- geometry ---------------------------------------------------------------------------
-    @cached_property
-    def launch(self) -> Launch:
-        return self.kernel.launch(self.p, self.M, self.N, self.K)
-
-    @property
-    def grid(self) -> tuple[int, int]:
-        return self.launch.grid
-
-    @property
-    def block(self) -> tuple[int, int]:
-        return self.launch.block
-
-    @property
-    def threads(self) -> int:
-        return self.block[0] * self.block[1]
-
-    @property
-    def warps(self) -> int:
-        return cdiv(self.threads, WARP)
-
-    @property
-    def n_blocks(self) -> int:
-        return self.grid[0] * self.grid[1]
-
-    @cached_property
-    def shared(self) -> tuple[SharedArray, ...]:
-        return tuple(self.kernel.shared(self.p))
-
-    @property
-    def uses_shared(self) -> bool:
-        return bool(self.shared)
-
-    @cached_property
-    def array_bases(self) -> dict[str, int]:
-        """Byte offset of each shared array inside the kernel's one shared struct."""
-        bases, end = {}, 0
-        for arr in self.shared:
-            start = cdiv(end, arr.align) * arr.align
-            bases[arr.name] = start
-            end = start + arr.nbytes
-        return bases
-
-    @property
-    def smem_bytes(self) -> int:
-        if not self.shared:
-            return 0
-        last = self.shared[-1]
-        return self.array_bases[last.name] + last.nbytes
-
-    def array(self, name: str) -> SharedArray:
-        for arr in self.shared:
-            if arr.name == name:
-                return arr
-        raise KeyError(name)
-
-    # -- k-steps ----------------------------------------------------------------------------
-    @property
-    def kstep(self) -> KStep | None:
-        return self.kernel.kstep
-
-    @property
-    def step_depth(self) -> int:
-        return _value(self.kstep.depth, self.p) if self.kstep else 0
-
-    @property
-    def n_steps(self) -> int:
-        """k-steps every block walks through (0: the kernel has no k-steps)."""
-        return cdiv(self.K, self.step_depth) if self.kstep else 0
-
-    @property
-    def marks(self) -> tuple[str, ...]:
-        return self.kstep.marks if self.kstep else ()
-
-    @property
-    def n_barriers(self) -> int:
-        return len(self.kstep.barriers) if self.kstep else 0
-
-    @cached_property
-    def layout(self) -> StepLayout:
-        return StepLayout.of(self.describe()["kstep"])
-
-    def mark_index(self, name: str) -> int:
-        return self.layout.marks.index(name)
-
-    @property
-    def phases(self) -> tuple[PhaseMarks, ...]:
-        """The k-step's phases with their mark indices, channels and barrier indices."""
-        return self.layout.phases
-
-    @property
-    def channel_marks(self) -> tuple[tuple[int, ...], ...]:
-        """Mark indices of each channel, in stamp order."""
-        return self.layout.channels
-
-    # -- access sites -----------------------------------------------------------------------
-    @cached_property
-    def sites(self) -> tuple[ResolvedSite, ...]:
-        """Sites with their repeat counts and probe slots (site-major: slot + k)."""
-        out, slot = [], 0
-        for site in self.kernel.sites:
-            repeat = _value(site.repeat, self.p)
-            out.append(ResolvedSite(site, repeat, slot))
-            slot += repeat
-        return tuple(out)
-
-    def site(self, name: str) -> ResolvedSite:
-        for rs in self.sites:
-            if rs.name == name:
-                return rs
-        raise KeyError(name)
-
-    @property
-    def probe_slots(self) -> int:
-        return sum(rs.repeat for rs in self.sites)
-
-    @cached_property
-    def program(self) -> tuple[tuple[str, int], ...]:
-        """(site, k) in the order one warp executes them in one k-step.
-
-        Phases in k-step order; inside a phase, instances interleave in proportion to their
-        repeat counts (k / repeat), ties in declaration order: a site repeated 8 times per step
-        next to one repeated 64 times runs once per 8 of the other.
-        """
-        phase_order = {ph.name: i for i, ph in enumerate(self.kstep.phases)} if self.kstep else {}
-        longest = max((rs.repeat for rs in self.sites), default=1)
-        keys = []
-        for decl, rs in enumerate(self.sites):
-            phase = phase_order.get(rs.site.phase, len(phase_order))
-            for k in range(rs.repeat):
-                keys.append(((phase, k * longest // rs.repeat, decl, k), (rs.name, k)))
-        return tuple(item for _, item in sorted(keys))
-
-    # -- work -------------------------------------------------------------------------------
-    @property
-    def flops(self) -> int:
-        return 2 * self.M * self.N * self.K
-
-    @property
-    def formula_bytes(self) -> float:
-        return float(self.kernel.work.formula_bytes(self.p, self.M, self.N, self.K))
-
-    @property
-    def issued_bytes(self) -> float:
-        return float(self.kernel.work.issued_bytes(self.p, self.M, self.N, self.K))
-
-    @property
-    def fmas_per_step(self) -> int:
-        """Multiply-adds one block does per k-step (a full C tile times the step depth)."""
-        rows, cols = self.launch.c_tile
-        return rows * cols * self.step_depth
-
-    @cached_property
-    def staged_per_step(self) -> dict[str, int]:
-        """Elements of A and of B one block copies into shared memory per k-step."""
-        out: dict[str, int] = {}
-        for rs in self.sites:
-            if rs.site.kind == "store" and rs.site.source is not None:
-                arr = self.array(rs.site.array)
-                per_lane = rs.site.width // arr.elem_bytes
-                out[arr.source] = out.get(arr.source, 0) + rs.repeat * self.threads * per_lane
-        return out
-
-    # -- checks and build -------------------------------------------------------------------
-    def check(self, smem_limit: int = STATIC_SMEM_LIMIT) -> KernelConfig:
-        """Raise a one-line MatvizError unless this configuration can launch."""
-        M, N, K = self.M, self.N, self.K
-        for label, size in (("M*K", M * K), ("K*N", K * N), ("M*N", M * N)):
-            if size > MAX_INDEX:
-                raise MatvizError(
-                    f"{label} = {size} elements is more than the kernels' 32-bit indexing allows"
-                )
-        gx, gy = self.grid
-        if gy > MAX_GRID_Y:
-            raise MatvizError(
-                f"M={M} needs {gy} block rows; CUDA allows {MAX_GRID_Y} "
-                f"(use a larger tile or a smaller M)"
-            )
-        if gx > MAX_GRID_X:
-            raise MatvizError(f"N={N} needs {gx} block columns; CUDA allows {MAX_GRID_X}")
-        if self.threads > MAX_THREADS_PER_BLOCK:
-            raise MatvizError(
-                f"{self.threads} threads per block is more than the limit of "
-                f"{MAX_THREADS_PER_BLOCK}"
-            )
-        if self.smem_bytes > smem_limit:
-            raise MatvizError(
-                f"{self.smem_bytes} bytes of shared memory per block is more than the "
-                f"limit of {smem_limit}"
-            )
-        return self
-
-    def defines(self, level: int) -> list[str]:
-        """The ``-DNAME=VALUE`` list for nvcc and NVRTC: parameters, level, probe slots,
-        barriers and channels per k-step."""
-        if level not in LEVELS:
-            allowed = ", ".join(map(str, LEVELS))
-            raise MatvizError(f"level {level} is not a trace level (allowed: {allowed})")
-        out = [f"-D{self.kernel.param(n).define}={v}" for n, v in self.params.items()]
-        out.append(f"-DMV_LEVEL={level}")
-        if self.sites:
-            out += [f"-DMV_SITE_{rs.name}={rs.slot}" for rs in self.sites]
-            out.append(f"-DMV_PROBE_SLOTS={self.probe_slots}")
-        if self.n_barriers:
-            out.append(f"-DMV_BARRIERS={self.n_barriers}")
-        if self.kstep:
-            out.append(f"-DMV_CHANNELS={len(self.kstep.channels)}")
-        return out
-
-    def lanes(self, warp: int, block: tuple[int, int] = (0, 0), t: int = 0, k: int = 0) -> Lanes:
-        tid = warp * WARP + np.arange(WARP)
-        bx_threads = self.block[0]
-        return Lanes(
-            warp=warp,
-            tid=tid,
-            tx=tid % bx_threads,
-            ty=tid // bx_threads,
-            active=tid < self.threads,
-            bx=int(block[0]),
-            by=int(block[1]),
-            t=int(t),
-            k=int(k),
-        )
-
-    def describe(self) -> dict[str, Any]:
-        """The description at these parameters, as the manifest's ``description`` section."""
-        k = self.kernel
-        kstep = None
-        if self.kstep:
-            kstep = {
-                "depth": self.step_depth,
-                "count": self.n_steps,
-                "channels": [list(ch) for ch in self.kstep.channels],
-                "phases": [
-                    {"name": ph.name, "begin": ph.begin, "end": ph.end, "state": ph.state,
-                     "barrier": ph.barrier}
-                    for ph in self.kstep.phases
-                ],  # fmt: skip
-                "chained": self.kstep.chained,
-                "in_flight": _value(self.kstep.in_flight, self.p),
-            }
-        return {
-            "number": k.number,
-            "name": k.name,
-            "title": k.title,
-            "concept": k.concept,
-            "sections": k.sections,
-            "params": [
-                {"name": p.name, "value": self.params[p.name], "values": list(p.values),
-                 "label": p.label, "define": p.define}
-                for p in k.params
-            ],  # fmt: skip
-            "launch": {
-                "grid": list(self.grid),
-                "block": list(self.block),
-                "c_tile": list(self.launch.c_tile),
-            },
-            "shared": [
-                {"name": a.name, "rows": a.rows, "cols": a.cols, "pad": a.pad,
-                 "elem_bytes": a.elem_bytes, "dtype": a.dtype, "source": a.source,
-                 "base": self.array_bases[a.name]}
-                for a in self.shared
-            ],  # fmt: skip
-            "sites": [
-                {"name": rs.name, "kind": rs.site.kind, "array": rs.site.array,
-                 "phase": rs.site.phase, "width": rs.site.width, "repeat": rs.repeat,
-                 "slot": rs.slot}
-                for rs in self.sites
-            ],  # fmt: skip
-            "kstep": kstep,
-            "work": {
-                "flops": self.flops,
-                "formula": k.work.formula,
-                "formula_bytes": self.formula_bytes,
-                "issued_bytes": self.issued_bytes,
-            },
-        }
-

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from matviz.core.kernel import KernelConfig
+from matviz.core.config import KernelConfig
 
 SCHEMA_VERSION = 2
 

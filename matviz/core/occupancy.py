@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from matviz.core.kernel import KernelConfig
+from matviz.core.config import KernelConfig
 
 LIMITERS = ("blocks", "threads", "warps", "shared_memory", "registers")
 

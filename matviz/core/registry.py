@@ -15,7 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from matviz.core.kernel import Kernel, KernelConfig
+from matviz.core.config import KernelConfig
+from matviz.core.kernel import Kernel
 from matviz.errors import MatvizError
 from matviz.paths import KERNEL_DIR
 

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from matviz.core.kernel import StepLayout
+from matviz.core.config import StepLayout
 from matviz.core.manifest import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from matviz.core.kernel import KernelConfig
+    from matviz.core.config import KernelConfig
 
 __all__ = ["SCHEMA_VERSION", "Trace", "BLOCK_DTYPE", "PROBE_DTYPE", "make_blocks"]
 

@@ -38,7 +38,7 @@ from typing import IO, Any
 import numpy as np
 
 import matviz
-from matviz.core.kernel import StepLayout
+from matviz.core.config import StepLayout
 from matviz.core.timeline import Timeline
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError

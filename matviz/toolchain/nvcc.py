@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
-from matviz.core.kernel import KernelConfig
+from matviz.core.config import KernelConfig
 from matviz.errors import MatvizError
 from matviz.paths import KERNEL_DIR
 

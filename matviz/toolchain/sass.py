@@ -16,7 +16,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from matviz.core.kernel import KernelConfig
+from matviz.core.config import KernelConfig
 from matviz.errors import MatvizError
 from matviz.toolchain.nvcc import (
     DEFAULT_ARCH,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from matviz.core.kernel import StepLayout
+from matviz.core.config import StepLayout
 from matviz.core.timeline import Timeline
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from matviz.core import access
-from matviz.core.kernel import KernelConfig, SharedArray
+from matviz.core.config import KernelConfig
+from matviz.core.kernel import SharedArray
 
 K_AXIS = {"A": 1, "B": 0}  # k runs along A's columns and B's rows
 
