@@ -215,7 +215,7 @@ class FrameRenderer:
         phase = f"<span style='color:{colour}'>&#9632;</span> <b>"
         phase += palette.state_text(self.timeline, block, t_ns, state) + "</b>"
         if ktile >= 0 and state != BlockState.DONE:
-            phase += ", " + tr("k-tile {k}").format(k=ktile + 1) + f"/{trace.n_tiles}"
+            phase += ", " + palette.ktile_text(ktile, trace.n_tiles)
         params = trace.config.kernel.labels(trace.config.params)
         m, n, k = trace.shape
         dot = " &nbsp;·&nbsp; "

@@ -203,7 +203,7 @@ def test_lanes_progress_counts_finished_ksteps(views, session):
         assert expected[0] == 1 and expected[-1] > 1  # from no k-step done to most of them
     # the hover names the description's phase at the playhead
     session.set_playhead(int(trace.mark("ready")[trace.phase_row(17), 2]) + 1)
-    assert "at the playhead: computing (mma) · k-tile 3" in lanes.describe(17)
+    assert "at the playhead: computing (mma) · k-tile t = 2 of 16" in lanes.describe(17)
 
 
 # -- tiles -----------------------------------------------------------------------------------
@@ -442,3 +442,25 @@ def test_lanes_with_65536_blocks(qtbot, session):
     look_ms = (time.perf_counter() - t0) * 1000 / 101
     print(f"\nlanes, 65536 blocks: set_trace {load_s:.2f} s, hover look-up {look_ms:.2f} ms")
     assert load_s < 10 and look_ms < 20
+
+
+def test_every_view_numbers_the_k_tile_as_the_explanation_does(views, session):
+    # One numbering everywhere: the loop variable t of the .cu, from 0, as the texts say.
+    from matviz.core.explain import explain
+
+    session.set_trace(sim("tiled", 256, tile=16, pad=0))
+    trace = session.trace
+    block = len(trace.blocks) // 2
+    session.select_block(block)
+    tl = session.timeline
+    row = tl.phase_row(block)
+    loaded = trace.mark("loaded")[row]
+    session.set_playhead(int(loaded[5]) + 1)  # computing k-tile t = 5
+    state, k = tl.block_phase(block, session.playhead_ns)
+    assert (state, k) == (BlockState.COMPUTING, 5)
+    label = f"k-tile t = 5 of {trace.n_tiles}"
+    said = explain(trace, tl, block, session.playhead_ns)
+    assert "t = 5" in said.title and "t = 6" not in said.body
+    assert label in views[TilesView].title.text()
+    assert label in views[GridView].describe(block)
+    assert label in views[SmLanesView].describe(block)

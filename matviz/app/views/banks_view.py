@@ -215,8 +215,13 @@ class BanksView(Retranslating, QWidget):
             self.title.setText(
                 tr(
                     "Shared-memory banks hit by one warp access: block ({bx}, {by}), warp {warp}, "
-                    "k-tile {kt}"
-                ).format(bx=bx, by=by, warp=probe.get("warp", 0), kt=probe.get("ktile", 0) + 1)
+                    "{kt}"
+                ).format(
+                    bx=bx,
+                    by=by,
+                    warp=probe.get("warp", 0),
+                    kt=palette.ktile_text(probe.get("ktile", 0), trace.n_tiles),
+                )
                 + f"<br>{palette.config_text(trace)} · "
                 + palette.source_html(trace, self.session.source_label)
             )

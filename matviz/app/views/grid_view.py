@@ -144,8 +144,8 @@ class GridView(Retranslating, QWidget):
         state, ktile = self.timeline.block_phase(block, t)
         name = palette.state_text(self.timeline, block, t, state)
         n_steps = trace.config.n_steps
-        kt = f"{int(ktile) + 1} / {n_steps}" if ktile is not None and ktile >= 0 else "–"
-        return tr("block ({bx}, {by}) · SM {sm}\nstate: {state} · k-tile: {kt}").format(
+        kt = palette.ktile_text(ktile, n_steps)
+        return tr("block ({bx}, {by}) · SM {sm}\nstate: {state} · {kt}").format(
             bx=int(row["bx"]), by=int(row["by"]), sm=int(row["smid"]), state=name, kt=kt
         )
 

@@ -171,6 +171,18 @@ def state_text(timeline, block: int, t_ns: float, state: BlockState) -> str:
     return f"{name} ({phase.name})" if phase is not None else name
 
 
+KTILE_TEXT = "k-tile t = {t} of {n}"  # the kernel's loop variable t, from 0, as the texts say
+
+
+def ktile_text(ktile: int | None, n: int) -> str:
+    """'k-tile t = 7 of 32': every view numbers k-tiles as the explanation and the .cu do."""
+    from matviz.app.i18n import tr
+
+    if ktile is None or ktile < 0:
+        return "–"
+    return tr(KTILE_TEXT).format(t=int(ktile), n=n)
+
+
 def source_html(trace, label: str) -> str:
     """Where the data came from; simulated data is always marked, in colour and in words."""
     from matviz.app.i18n import tr

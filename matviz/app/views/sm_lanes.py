@@ -216,7 +216,7 @@ class SmLanesView(Retranslating, QWidget):
         state, ktile = self.timeline.block_phase(block, t)
         name = palette.state_text(self.timeline, block, t, state)
         if ktile is not None and ktile >= 0:
-            name += " · " + tr("k-tile {k}").format(k=int(ktile) + 1)
+            name += " · " + palette.ktile_text(ktile, self.session.trace.n_tiles)
         return tr(
             "block {i} ({bx}, {by}) · SM {sm}, slot {slot} · wave {wave}\n"
             "start {start:.2f} µs · end {end:.2f} µs ({dur:.2f} µs)\nat the playhead: {phase}"

@@ -241,9 +241,9 @@ class TilesView(Retranslating, QWidget):
         bx, by = self._block()
         block, t = self.session.selected_block, self.session.playhead_ns
         state = palette.state_text(self.timeline, block, t, self.state)
-        kt = f"{self.ktile + 1} / {self._n_k()}" if self.ktile >= 0 else "–"
+        kt = palette.ktile_text(self.ktile, self._n_k())
         self.title.setText(
-            tr("Block ({bx}, {by}) at the playhead: {state} · k-tile {kt}").format(
+            tr("Block ({bx}, {by}) at the playhead: {state} · {kt}").format(
                 bx=bx, by=by, state=state, kt=kt
             )
             + f"<br>{palette.config_text(trace)} · "
