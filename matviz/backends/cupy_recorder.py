@@ -237,7 +237,8 @@ class Recorder:
             sampling=sampled,
             software=software_versions(),
             stats=Stats(**stats),
-            occupancy=self._occupancy(plain, registers["level_0"]),
+            # the blocks and marks on screen come from the timeline build, so its residency
+            occupancy=self._occupancy(instr, instr.num_regs),
             details={"command": " ".join(sys.argv)},
         )
         return Trace(manifest=manifest, **arrays)
@@ -317,11 +318,11 @@ class Recorder:
             stats.update(instrumented_ms_median=instr, overhead_pct=100.0 * (instr / med - 1.0))
         return stats
 
-    def _occupancy(self, plain, registers: int) -> dict:
-        """Occupancy of the plain build from this GPU's own limits and its real register count,
-        with the driver's own figure beside it."""
+    def _occupancy(self, kernel, registers: int) -> dict:
+        """Occupancy of ``kernel`` (the timeline's build) from this GPU's own limits and its
+        real register count, with the driver's own figure beside it."""
         occ = occupancy_dict(self.config, self.device, registers, register_source="compiled")
-        occ["driver_blocks_per_sm"] = driver_blocks_per_sm(plain, self.config.threads)
+        occ["driver_blocks_per_sm"] = driver_blocks_per_sm(kernel, self.config.threads)
         return occ
 
 

@@ -71,6 +71,9 @@ def test_trace_integrity(kernel, tmp_path):
     occ = trace.manifest["occupancy"]
     assert metrics.max_resident(trace) == min(occ["resident_blocks"], geometry.n_blocks)
     assert metrics.waves(trace) == occ["waves"]
+    # occupancy is the timeline build's (level 2 here), not the plain or the level-3 one
+    timeline = trace.manifest["sampling"]["timeline_level"]
+    assert occ["registers"] == trace.manifest["geometry"]["registers"][f"level_{timeline}"]
     # this GPU's own limits give the residency the driver's occupancy calculator gives
     assert occ["blocks_per_sm"] == occ["driver_blocks_per_sm"]
     if geometry.n_steps:
