@@ -166,7 +166,10 @@ class ExportDialog(QDialog):
             size=opt.parse_size(self.size.currentText()),
             block=(int(b["bx"]), int(b["by"])),
             t0_us=self.t0.value(),
-            t1_us=self.t1.value(),
+            # The field shows 0.1 µs, so its end is the kernel's end rounded (240.4 for
+            # 240,437 ns): at its maximum it means the end itself, and the last frame shows
+            # every block done.
+            t1_us=None if self.t1.value() >= self.t1.maximum() else self.t1.value(),
             at_us=self.at.value(),
             caption=self.caption.isChecked(),
         )

@@ -6,11 +6,17 @@ playhead (and the caption) changes per frame. Each frame is ``grab()`` of the co
 scaled to the requested size when the logical one is larger. The container is shown with
 ``WA_DontShowOnScreen``: laid out and painted like a visible window, but never on a screen, so
 the GUI can export while the user keeps working.
+
+A video cannot be clicked: every input widget in the views is hidden (a combo or spin box
+leaves a plain label that shows its value), and every sentence of a label that tells the user
+to hover, click, drag or zoom is left out (:func:`strip_hints`), in every frame (a view may set
+its texts again when the playhead moves).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -25,9 +31,16 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSpinBox,
     QApplication,
+    QBoxLayout,
+    QComboBox,
     QLabel,
+    QLayout,
+    QLineEdit,
     QSizePolicy,
+    QSlider,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -63,6 +76,46 @@ LAYOUT_MIN = {
     "throughput": (760, 520),
 }
 CAPTION_BACKGROUND = "#f2f2f4"
+# Widgets a video cannot use: hidden in every frame (combo and spin boxes leave their value
+# as a label).
+INPUT_WIDGETS = (QComboBox, QAbstractSpinBox, QAbstractButton, QSlider, QLineEdit)
+# A sentence with one of these (English or Chinese, lower case) asks for the mouse: not in a video.
+HINT_WORDS = (
+    "hover", "mouse", "wheel", "zoom", "click", "drag",
+    "悬停", "鼠标", "滚轮", "缩放", "点击", "拖动", "拖拽",
+)  # fmt: skip
+# Sentence ends: '. ' (a period followed by a space, so 1.5 and A[0.5] stay whole) or 。！？
+_SENTENCE_BREAK = re.compile(r"((?<=[.!?])\s+|(?<=[。！？]))")
+
+
+def strip_hints(text: str) -> str:
+    """``text`` without the sentences that ask the reader to hover, click, drag or zoom."""
+    if not any(word in text.lower() for word in HINT_WORDS):
+        return text
+    pieces = _SENTENCE_BREAK.split(text)
+    sentences, breaks = pieces[0::2], pieces[1::2]
+    kept: list[str] = []
+    for i, sentence in enumerate(sentences):
+        if any(word in sentence.lower() for word in HINT_WORDS):
+            continue
+        if kept:
+            kept.append(breaks[i - 1])
+        kept.append(sentence)
+    return "".join(kept).strip()
+
+
+def _layout_holding(layout: QLayout | None, widget: QWidget) -> tuple[QLayout, int] | None:
+    """The (nested) layout that holds ``widget`` and its index there."""
+    if layout is None:
+        return None
+    for i in range(layout.count()):
+        item = layout.itemAt(i)
+        if item.widget() is widget:
+            return layout, i
+        found = _layout_holding(item.layout(), widget)
+        if found is not None:
+            return found
+    return None
 
 
 def ensure_app() -> QApplication:
@@ -158,6 +211,7 @@ class FrameRenderer:
                 f"padding: {px // 3}px {px // 2}px; border-top: 1px solid #c8c8cc"
             )
             box.addWidget(self.caption)
+        self._mirrors = self._replace_inputs()
         self.container.setFixedSize(*self.logical)  # frames never change their layout size
         self.container.show()
         self._apply_shares()
@@ -169,6 +223,7 @@ class FrameRenderer:
             self.session.add_run(point)
         self.session.select_block(block)
         self.timeline: Timeline = self.session.timeline
+        self._static_texts()
         for _ in range(5):  # nested layouts (widgets, then pyqtgraph's) settle in a few rounds
             QCoreApplication.processEvents()
 
@@ -205,6 +260,48 @@ class FrameRenderer:
         self.views[name] = view
         return view
 
+    def _replace_inputs(self) -> list[tuple[QWidget, QLabel, QLabel | None]]:
+        """A label beside each combo box and spin box that shows its value once it is hidden:
+        (the input, that label, the label before the input in its row, if any)."""
+        mirrors = []
+        for widget in self.container.findChildren(QWidget):
+            if not isinstance(widget, (QComboBox, QAbstractSpinBox)):
+                continue
+            parent = widget.parentWidget()
+            found = _layout_holding(parent.layout() if parent else None, widget)
+            if found is None or not isinstance(found[0], QBoxLayout):
+                continue
+            layout, index = found
+            before = layout.itemAt(index - 1).widget() if index > 0 else None
+            mirror = QLabel()
+            layout.insertWidget(index, mirror, layout.stretch(index))
+            mirrors.append((widget, mirror, before if isinstance(before, QLabel) else None))
+        return mirrors
+
+    def _static_texts(self) -> None:
+        """No interactive widget and no mouse hint in a frame (views may reset their texts)."""
+        for widget in self.container.findChildren(QWidget):
+            if isinstance(widget, INPUT_WIDGETS) and not widget.isHidden():
+                widget.hide()
+        for widget, mirror, before in self._mirrors:
+            # A combo box's choice names itself ("colour: SM wave"); a spin box's number is
+            # shown only after the label that names it ("warp" 3), else the text beside it says it.
+            if isinstance(widget, QComboBox):
+                text = widget.currentText()
+            else:
+                named = before is not None and not before.isHidden() and before.text().strip()
+                text = widget.text() if named else ""
+            if mirror.text() != text:
+                mirror.setText(text)
+            mirror.setVisible(bool(text))
+        for label in self.container.findChildren(QLabel):
+            if label is self.caption:
+                continue
+            text = label.text()
+            stripped = strip_hints(text)
+            if stripped != text:
+                label.setText(stripped)
+
     # -- frames ----------------------------------------------------------------------------------
     def caption_html(self, t_ns: int) -> str:
         """Time, the selected block's phase, the configuration and where the data came from."""
@@ -233,6 +330,7 @@ class FrameRenderer:
         self.session.set_playhead(int(t_ns))
         if self.caption is not None:
             self.caption.setText(self.caption_html(int(t_ns)))
+        self._static_texts()
         # Labels whose text changed ask for a new layout; do only that (no input events, so
         # the GUI cannot re-enter the export while a frame is drawn).
         QCoreApplication.sendPostedEvents(None, QEvent.LayoutRequest)

@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import QCoreApplication, QEvent, QTranslator
+from PySide6.QtCore import QCoreApplication, QEvent, QLocale, QTranslator
+from PySide6.QtGui import QFontDatabase
 
 from matviz.paths import I18N_DIR
 
 LANGUAGES = {"en": "English", "zh_CN": "简体中文"}
 CONTEXT = "matviz"
+GLOSSARY = I18N_DIR / "glossary.md"
+# English on purpose: it is shown exactly when Chinese characters would draw as boxes.
+CJK_FONT_MISSING = (
+    "No Chinese (CJK) font is installed, so Chinese text draws as boxes: install one, e.g. "
+    "fonts-noto-cjk or fonts-wqy-microhei."
+)
 
 
 def load_table(language: str) -> dict[str, str]:
@@ -75,3 +82,29 @@ def set_language(language: str) -> None:
     if language != "en":
         _installed = JsonTranslator(language)
         app.installTranslator(_installed)
+
+
+def initial_language(saved: object | None, system: str | None = None) -> str:
+    """The language to start in: the one saved in the settings if it is known, else Chinese
+    when the system locale is Chinese (``zh``, ``zh_CN``, ...), else English.
+
+    ``system`` is the locale name; by default ``QLocale.system().name()``.
+    """
+    if isinstance(saved, str) and saved in LANGUAGES:
+        return saved
+    name = QLocale.system().name() if system is None else system
+    return "zh_CN" if name.lower().startswith("zh") else "en"
+
+
+def cjk_font_missing() -> bool:
+    """True when no installed font can draw Simplified Chinese (the Chinese texts would show as
+    boxes). Needs a QGuiApplication."""
+    chinese = QFontDatabase.WritingSystem.SimplifiedChinese
+    return not any(chinese in QFontDatabase.writingSystems(f) for f in QFontDatabase.families())
+
+
+def cjk_font_notice(language: str | None = None) -> str:
+    """One line for the status bar or explanation panel when ``language`` (default: the current
+    one) is Chinese and no CJK font is installed; else ''."""
+    language = current_language() if language is None else language
+    return CJK_FONT_MISSING if language.startswith("zh") and cjk_font_missing() else ""

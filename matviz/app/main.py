@@ -20,17 +20,17 @@ def run_gui(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from matviz.app.i18n import LANGUAGES, set_language
+    from matviz.app.i18n import cjk_font_notice, initial_language, set_language
     from matviz.app.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([sys.argv[0], *argv[1:]])
     app.setOrganizationName("matviz")
     app.setApplicationName("matviz")
     settings = QSettings("matviz", "matviz")
-    language = str(settings.value("language", "en"))
-    if language in LANGUAGES:
-        set_language(language)
+    set_language(initial_language(settings.value("language")))  # a zh locale starts in Chinese
     window = MainWindow(trace, replay=True, settings=settings)
+    if notice := cjk_font_notice():  # Chinese chosen, but no font can draw it: say so
+        window.statusBar().showMessage(notice)
     if argv:
         window.trace_path = Path(argv[0])
         window._remember(Path(argv[0]))

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QMainWindow,
     QSplitter,
+    QStackedWidget,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from matviz.app.controls import Controls
-from matviz.app.explain_panel import ExplainPanel
+from matviz.app.explain_panel import ExplainPanel, HelpDialog
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.playback import PlaybackBar
 from matviz.app.runner import Runner
@@ -38,6 +40,8 @@ from matviz.core.trace_io import load_trace, save_trace
 from matviz.errors import MatvizError
 from matviz.paths import TRACE_DIR
 
+# Below either size the views go on tabs (projectors: 1280x720, 1366x768, 1280x800).
+COMPACT_WIDTH, COMPACT_HEIGHT = 1500, 880
 BUNDLED_TRACE = TRACE_DIR / "tiled_t32_p0_1024.mvz"
 # What the start-up shows when the bundled recording is missing: the same setup, simulated.
 DEFAULT_RUN = {
@@ -71,8 +75,9 @@ class MainWindow(Retranslating, QMainWindow):
         self._build_menus()
         self.resize(1600, 1000)
         self.resizeDocks([self.controls_dock], [265], Qt.Horizontal)
-        self.resizeDocks([self.controls_dock, self.explain_dock], [300, 620], Qt.Vertical)
+        QTimer.singleShot(0, self._fit_docks)
 
+        self.explain.conceptRequested.connect(self.show_help)
         self.controls.runRequested.connect(self.start_run)
         self.runner.finished.connect(self._run_finished)
         self.runner.failed.connect(lambda msg: self.show_error(tr("Run failed: ") + msg))
@@ -100,34 +105,100 @@ class MainWindow(Retranslating, QMainWindow):
             "banks": self.banks_view,
             "throughput": self.throughput_view,
         }
-        # Minimum widths decide this: the tiles view needs ~560 px, the throughput plot ~500,
-        # the banks plot ~400, so banks and throughput share a column on the right.
+        # Wide windows show all five views at once. Minimum widths decide the split: the tiles
+        # view needs ~560 px, the throughput plot ~500, the banks plot ~400, so banks and
+        # throughput share a column on the right.
         top = QSplitter(Qt.Horizontal)
-        top.addWidget(self.grid_view)
-        top.addWidget(self.lanes_view)
         left = QSplitter(Qt.Vertical)
         left.addWidget(top)
-        left.addWidget(self.tiles_view)
         right = QSplitter(Qt.Vertical)
-        right.addWidget(self.banks_view)
-        right.addWidget(self.throughput_view)
         self.splitter = QSplitter(Qt.Horizontal)
         self.splitter.addWidget(left)
         self.splitter.addWidget(right)
-        self.splitter.setSizes([860, 500])
-        top.setSizes([400, 460])
-        left.setSizes([385, 525])
-        right.setSizes([470, 440])
-        for split in (top, left, right, self.splitter):
+        # Projector-sized windows (1280x720) cannot show five views legibly at once: there the
+        # views go on three tabs, each at the full size of the centre.
+        self.tabs = QTabWidget(documentMode=True)
+        pages = [QSplitter(Qt.Horizontal) for _ in range(3)]
+        for page in pages:
+            self.tabs.addTab(page, "")
+        self._places = {  # view -> (splitter, index) in the wide and in the compact layout
+            "grid": ((top, 0), (pages[0], 0)),
+            "sm_lanes": ((top, 1), (pages[0], 1)),
+            "tiles": ((left, 1), (pages[1], 0)),
+            "banks": ((right, 0), (pages[2], 0)),
+            "throughput": ((right, 1), (pages[2], 1)),
+        }
+        self._wide_splitters = (top, left, right, self.splitter)  # innermost first
+        self._pages = pages
+        self._splitters = (*self._wide_splitters, *pages)
+        for split in self._splitters:
             split.setChildrenCollapsible(False)
+        self.central_stack = QStackedWidget()
+        self.central_stack.addWidget(self.splitter)
+        self.central_stack.addWidget(self.tabs)
+        self.compact: bool | None = None
+        self._set_compact(False)
         self.playback = PlaybackBar(s)
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.central_stack, 1)
         layout.addWidget(self.playback)
         self.setCentralWidget(central)
+
+    def _set_compact(self, compact: bool) -> None:
+        """Move the views between the wide splitters and the compact tabs."""
+        if compact == self.compact:
+            return
+        self.compact = compact
+        which = 1 if compact else 0
+        for name, places in self._places.items():
+            split, index = places[which]
+            split.insertWidget(index, self.views[name])
+        if compact:
+            self._pages[0].setSizes([500, 500])
+            self._pages[2].setSizes([580, 420])  # the banks axis needs 32 labels
+        else:
+            top, left, right, main = self._wide_splitters
+            main.setSizes([860, 500])
+            top.setSizes([400, 460])
+            left.setSizes([420, 490])  # the grid a readable square, the tiles the rest
+            right.setSizes([470, 440])
+        self.central_stack.setCurrentIndex(which)
+        self._sync_hidden()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
+        size = event.size()
+        self._set_compact(size.width() < COMPACT_WIDTH or size.height() < COMPACT_HEIGHT)
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self.fit_grid)
+        QTimer.singleShot(0, self._fit_docks)
+
+    def fit_grid(self, passes: int = 3) -> None:
+        """Give the block grid the width that makes its plot square (the rest to the lanes)."""
+        split = self._places["grid"][1 if self.compact else 0][0]
+        box = self.grid_view.viewbox.sceneBoundingRect()
+        if not self.grid_view.isVisible() or split.count() < 2 or box.width() < 1:
+            return
+        grid, lanes = split.sizes()[:2]
+        spare = lanes - self.lanes_view.minimumSizeHint().width() - 200
+        delta = int(min(box.height() - box.width(), spare))
+        if abs(delta) > 2:
+            split.setSizes([grid + delta, lanes - delta, *split.sizes()[2:]])
+            if passes > 1:  # the titles re-wrap at the new width: look again
+                QTimer.singleShot(0, lambda: self.fit_grid(passes - 1))
+
+    def _fit_docks(self) -> None:
+        """The run controls as tall as they need; the explanation gets the rest."""
+        docks = (self.controls_dock, self.explain_dock)
+        if (
+            any(d.isHidden() or d.isFloating() for d in docks)
+            or len({self.dockWidgetArea(d) for d in docks}) > 1
+        ):
+            return  # the user arranged them: leave them be
+        controls_h = self.controls.sizeHint().height() + 30
+        self.resizeDocks([self.controls_dock, self.explain_dock], [controls_h, 900], Qt.Vertical)
 
     def _build_docks(self) -> None:
         self.controls = Controls()
@@ -137,7 +208,12 @@ class MainWindow(Retranslating, QMainWindow):
         self.explain_dock = QDockWidget(self, objectName="explain")
         self.explain_dock.setWidget(self.explain)
         for dock in (self.controls_dock, self.explain_dock):
-            dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
+            # closable: without it Qt disables the dock's View-menu toggle (which reopens it)
+            dock.setFeatures(
+                QDockWidget.DockWidgetMovable
+                | QDockWidget.DockWidgetFloatable
+                | QDockWidget.DockWidgetClosable
+            )
             # left, one above the other: the views need the width (right works as well)
             self.addDockWidget(Qt.LeftDockWidgetArea, dock)
 
@@ -181,11 +257,49 @@ class MainWindow(Retranslating, QMainWindow):
             self.color_actions[mode] = action
         self.session.colorModeChanged.connect(lambda m: self.color_actions[m].setChecked(True))
         self.view_menu.addSeparator()
+        self.panel_actions = {}  # the five views: each can be hidden for more room
+        for name, view in self.views.items():
+            action = QAction(self, checkable=True, checked=True)
+            action.toggled.connect(lambda on, v=view: self._show_view(v, on))
+            self.view_menu.addAction(action)
+            self.panel_actions[name] = action
+        self._sync_hidden()
+        self.view_menu.addSeparator()
         self.view_menu.addAction(self.controls_dock.toggleViewAction())
         self.view_menu.addAction(self.explain_dock.toggleViewAction())
 
         self.playback_menu = bar.addMenu("")
         self.playback_menu.addActions(self.playback.actions_for_menu())
+
+        self.help_menu = bar.addMenu("")
+        self.help_action = QAction(self, shortcut=QKeySequence.HelpContents)
+        self.help_action.triggered.connect(lambda: self.show_help(None))
+        self.help_menu.addAction(self.help_action)
+        self.help_dialog: HelpDialog | None = None
+
+    def _show_view(self, view: QWidget, visible: bool) -> None:
+        """Hide or show one view; a splitter or tab whose views are all hidden hides as well."""
+        view.setVisible(visible)
+        self._sync_hidden()
+
+    def _sync_hidden(self) -> None:
+        if not hasattr(self, "panel_actions"):
+            return
+        for name, action in self.panel_actions.items():
+            self.views[name].setVisible(action.isChecked())
+        for split in self._wide_splitters:  # innermost first
+            shown = any(not split.widget(i).isHidden() for i in range(split.count()))
+            split.setVisible(shown)
+        for i, page in enumerate(self._pages):
+            shown = any(not page.widget(j).isHidden() for j in range(page.count()))
+            self.tabs.setTabVisible(i, shown)
+
+    def show_help(self, section: int | None = None) -> HelpDialog:
+        """Help: the keys and the lesson map, at ``section`` when one is given."""
+        if self.help_dialog is None:
+            self.help_dialog = HelpDialog(self)
+        self.help_dialog.show_section(section)
+        return self.help_dialog
 
     # -- traces ----------------------------------------------------------------------------
     def load_default(self) -> None:
@@ -361,13 +475,30 @@ class MainWindow(Retranslating, QMainWindow):
         self.color_actions["state"].setText(tr("Colour blocks by &state"))
         self.color_actions["sm"].setText(tr("Colour blocks by S&M"))
         self.playback_menu.setTitle(tr("&Playback"))
+        names = {
+            "grid": tr("Block &grid"),
+            "sm_lanes": tr("SM &lanes"),
+            "tiles": tr("&Tiles"),
+            "banks": tr("&Banks"),
+            "throughput": tr("T&hroughput"),
+        }
+        for name, action in self.panel_actions.items():
+            action.setText(names[name])
+        for i, text in enumerate(
+            (tr("Block grid · SM lanes"), tr("Tiles"), tr("Banks · Throughput"))
+        ):
+            self.tabs.setTabText(i, text)
+        self.help_menu.setTitle(tr("&Help"))
+        self.help_action.setText(tr("&Keys and lesson map"))
+        QTimer.singleShot(0, self.fit_grid)  # titles re-wrap in another language
         self.controls_dock.setWindowTitle(tr("Run"))
         self.explain_dock.setWindowTitle(tr("What is happening"))
         self._update_title()
 
-
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.controls.cancel_pending()
         self.playback.pause()
+        if self.help_dialog is not None:
+            self.help_dialog.close()
         self.runner.shutdown()
         super().closeEvent(event)

@@ -1,9 +1,12 @@
-"""The playback bar: play/pause, speed, a scrub slider, phase-boundary steps and the time.
+"""The playback bar: play/pause, start/end, phase-boundary steps, speed, a scrub slider, time.
 
 At 1x the whole kernel plays in ``PLAY_SECONDS`` of wall time, whatever its length; the
 animation is a 60 fps QTimer that advances the playhead by the wall time that really passed,
 so a slow frame does not slow the kernel down. The bar's QActions (Space, arrows,
-Shift+arrows) belong in the main window's menu so the shortcuts work window-wide.
+Shift+arrows, Home, End) belong in the main window's menu so the shortcuts work window-wide.
+
+While stepping from phase boundary to phase boundary the time reads in ns (phases last a few
+hundred ns, which µs with one decimal would hide); playing or scrubbing goes back to µs/ms.
 """
 
 from __future__ import annotations
@@ -28,6 +31,20 @@ def format_time(ns: float, duration_ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
 
 
+def format_ns(ns: int) -> str:
+    """Whole nanoseconds with thin-space thousands groups: ``1 234 567 ns``."""
+    return f"{int(ns):,} ns".replace(",", "\u2009")
+
+
+# (attribute, text, direction, whole grid): the step buttons, left to right
+STEP_BUTTONS = (
+    ("prev_global", "◀◀", -1, True),
+    ("prev_block", "◀", -1, False),
+    ("next_block", "▶", 1, False),
+    ("next_global", "▶▶", 1, True),
+)
+
+
 class PlaybackBar(Retranslating, QWidget):
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -42,19 +59,25 @@ class PlaybackBar(Retranslating, QWidget):
         self.play_button = QToolButton()
         self.play_button.setMinimumWidth(64)
         self.play_button.clicked.connect(self.toggle_play)
-        self.prev_global = QToolButton(text="|◀")
-        self.prev_block = QToolButton(text="◀")
-        self.next_block = QToolButton(text="▶")
-        self.next_global = QToolButton(text="▶|")
-        self.prev_global.clicked.connect(lambda: self.step(-1, whole_grid=True))
-        self.prev_block.clicked.connect(lambda: self.step(-1))
-        self.next_block.clicked.connect(lambda: self.step(1))
-        self.next_global.clicked.connect(lambda: self.step(1, whole_grid=True))
+        # (from, to) of the last phase step while the playhead stays there: the time reads in ns
+        self._step: tuple[int, int] | None = None
+        self.start_button = QToolButton(text="|◀")
+        self.start_button.clicked.connect(self.go_start)
+        self.end_button = QToolButton(text="▶|")
+        self.end_button.clicked.connect(self.go_end)
+        for name, text, direction, whole in STEP_BUTTONS:
+            button = QToolButton(text=text)
+            button.clicked.connect(lambda _=False, d=direction, w=whole: self.step(d, w))
+            setattr(self, name, button)
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setRange(0, SLIDER_STEPS)
         self.slider.valueChanged.connect(self._slider_moved)
         self.time_label = QLabel()
-        self.time_label.setMinimumWidth(190)
+        self.time_label.setMinimumWidth(
+            self.time_label.fontMetrics().horizontalAdvance(
+                "t = 1\u2009234\u2009567 ns (+12\u2009345 ns) / 1234.5 µs"
+            )
+        )
         self.time_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
         self.speed = QComboBox()
         for speed in SPEEDS:
@@ -63,10 +86,12 @@ class PlaybackBar(Retranslating, QWidget):
 
         self._buttons = (
             self.play_button,
+            self.start_button,
             self.prev_global,
             self.prev_block,
             self.next_block,
             self.next_global,
+            self.end_button,
         )
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 2, 6, 2)
@@ -88,6 +113,10 @@ class PlaybackBar(Retranslating, QWidget):
             action = QAction(self, shortcut=QKeySequence(key))
             action.triggered.connect(lambda _=False, d=direction, w=whole: self.step(d, w))
             self.step_actions.append(action)
+        self.start_action = QAction(self, shortcut=QKeySequence(Qt.Key_Home))
+        self.start_action.triggered.connect(self.go_start)
+        self.end_action = QAction(self, shortcut=QKeySequence(Qt.Key_End))
+        self.end_action.triggered.connect(self.go_end)
 
         session.traceChanged.connect(self._trace_changed)
         session.playheadChanged.connect(self._show_playhead)
@@ -107,7 +136,7 @@ class PlaybackBar(Retranslating, QWidget):
         return duration / PLAY_SECONDS * float(self.speed.currentData())
 
     def actions_for_menu(self) -> list[QAction]:
-        return [self.play_action, *self.step_actions]
+        return [self.play_action, self.start_action, self.end_action, *self.step_actions]
 
     def toggle_play(self) -> None:
         self.pause() if self.playing else self.play()
@@ -120,6 +149,7 @@ class PlaybackBar(Retranslating, QWidget):
             self.session.set_playhead(0)
         self._t = float(self.session.playhead_ns)
         self.frames = 0
+        self._step = None
         self._clock.start()
         self._timer.start()
         self.retranslate()
@@ -135,10 +165,36 @@ class PlaybackBar(Retranslating, QWidget):
             return
         self.pause()
         block = None if whole_grid else self.session.selected_block
-        t = self.session.timeline.step(self.session.playhead_ns, direction, block=block)
-        self.session.set_playhead(int(t))
+        before = self.session.playhead_ns
+        t = int(self.session.timeline.step(before, direction, block=block))
+        self._step = (before, t)
+        self.session.set_playhead(t)
+        self._show_playhead(self.session.playhead_ns)  # ns even when the step did not move
+
+    def go_start(self) -> None:
+        """The playhead to the kernel's start (Home)."""
+        self._jump(0)
+
+    def go_end(self) -> None:
+        """The playhead to the kernel's end, every block done (End)."""
+        trace = self.session.trace
+        if trace is not None:
+            self._jump(trace.duration_ns)
+
+    @property
+    def stepping(self) -> bool:
+        """Whether the time reads in ns because the last move was a phase step."""
+        return self._step is not None
 
     # -- internals -------------------------------------------------------------------------
+    def _jump(self, ns: int) -> None:
+        if self.session.trace is None:
+            return
+        self.pause()
+        self._step = None
+        self.session.set_playhead(int(ns))
+        self._show_playhead(self.session.playhead_ns)
+
     def _tick(self) -> None:
         trace = self.session.trace
         if trace is None:
@@ -167,34 +223,53 @@ class PlaybackBar(Retranslating, QWidget):
         self.slider.blockSignals(True)
         self.slider.setValue(round(ns / duration * SLIDER_STEPS) if duration else 0)
         self.slider.blockSignals(False)
-        self.time_label.setText(
-            f"t = {format_time(ns, duration)} / {format_time(duration, duration)}"
-        )
+        if self._step is not None and self._step[1] != ns:
+            self._step = None  # moved by something else (a drag, a click, a new trace)
+        if self._step is not None:
+            now = format_ns(ns)
+            delta = ns - self._step[0]
+            if delta:
+                now += f" ({'+' if delta > 0 else '−'}{format_ns(abs(delta))})"
+        else:
+            now = format_time(ns, duration)
+        self.time_label.setText(f"t = {now} / {format_time(duration, duration)}")
 
     def _slider_moved(self, value: int) -> None:
         trace = self.session.trace
         if trace is not None:
+            self._step = None
             self.session.set_playhead(round(value / SLIDER_STEPS * trace.duration_ns))
 
     # -- language --------------------------------------------------------------------------
     def retranslate(self) -> None:
         self.play_button.setText(tr("❚❚ Pause") if self.playing else tr("▶ Play"))
         self.play_button.setToolTip(tr("Play or pause the kernel (Space)"))
-        self.prev_global.setToolTip(tr("Previous phase change of any block (Shift+Left)"))
-        self.prev_block.setToolTip(tr("Previous phase change of the selected block (Left)"))
-        self.next_block.setToolTip(tr("Next phase change of the selected block (Right)"))
-        self.next_global.setToolTip(tr("Next phase change of any block (Shift+Right)"))
+        self.start_button.setToolTip(tr("Go to the start of the kernel (Home)"))
+        self.end_button.setToolTip(tr("Go to the end of the kernel, every block done (End)"))
+        self.prev_global.setToolTip(
+            tr("Step back to the previous phase boundary of any block (Shift+←); time in ns")
+        )
+        self.prev_block.setToolTip(
+            tr("Step back to the selected block's previous phase boundary (←); time in ns")
+        )
+        self.next_block.setToolTip(
+            tr("Step to the selected block's next phase boundary (→); time in ns")
+        )
+        self.next_global.setToolTip(
+            tr("Step to the next phase boundary of any block (Shift+→); time in ns")
+        )
         self.slider.setToolTip(tr("Drag to move through the kernel's run time"))
         self.speed.setToolTip(
             tr("Playback speed: 1x plays the whole kernel in {s:g} s").format(s=PLAY_SECONDS)
         )
         self.play_action.setText(tr("Play / pause"))
+        self.start_action.setText(tr("Go to start"))
+        self.end_action.setText(tr("Go to end"))
         texts = (
-            "Previous phase change (selected block)",
-            "Next phase change (selected block)",
-            "Previous phase change (any block)",
-            "Next phase change (any block)",
+            tr("Previous phase boundary (selected block)"),
+            tr("Next phase boundary (selected block)"),
+            tr("Previous phase boundary (any block)"),
+            tr("Next phase boundary (any block)"),
         )
         for action, text in zip(self.step_actions, texts, strict=True):
-            action.setText(tr(text))
-
+            action.setText(text)

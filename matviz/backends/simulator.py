@@ -29,7 +29,7 @@ import numpy as np
 
 import matviz
 from matviz.backends.contract import RunRequest
-from matviz.backends.devices import DEFAULT_DEVICE, hardware, load_device
+from matviz.backends.devices import DEFAULT_DEVICE, cublas_gflops, hardware, load_device
 from matviz.backends.sim_model import (
     block_model,
     constant,
@@ -245,7 +245,8 @@ def _stats(config: KernelConfig, blocks: np.ndarray, dev: dict) -> Stats:
     span = int(blocks["end"].max() - blocks["start"].min())
     ms = span / 1e6
     gflops = config.flops / span if span else 0.0
-    cublas = float(dev["cublas_fp32_gflops"])
+    # cuBLAS at this trace's own shape (the device file's table, interpolated in log 2MNK).
+    cublas = cublas_gflops(dev, config.M, config.N, config.K)
     return Stats(
         time_ms_median=ms,
         time_ms_min=ms,

@@ -12,13 +12,22 @@ from matviz.core.kernel import LEVELS
 
 NAME = "record"
 DEFAULT_BUDGET_MIB = 256
+DEFAULT_LEVEL = 3  # the app's default (matviz.app.controls)
 
 
 def add_parser(sub) -> None:
     rec = sub.add_parser(NAME, help="run a kernel and save its trace (.mvz)")
     rec.add_argument("kernel", help="name, file stem or number, e.g. 2 or 02_tiled")
     common.add_size_options(rec)
-    rec.add_argument("--level", type=int, default=2, choices=LEVELS, help=common.level_help(2))
+    # Level 3, as in the app: the timeline stays level 2 (a separate run adds the barrier waits
+    # and the shared-memory probe), so a recording fills every view and its exports show banks.
+    rec.add_argument(
+        "--level",
+        type=int,
+        default=DEFAULT_LEVEL,
+        choices=LEVELS,
+        help=common.level_help(DEFAULT_LEVEL),
+    )
     rec.add_argument("--backend", default="auto", choices=common.BACKEND_CHOICES)
     rec.add_argument("--repeats", type=common.positive_int, default=20, help="timed runs (median)")
     rec.add_argument(

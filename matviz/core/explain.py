@@ -50,6 +50,34 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+def dram_floor_bytes(config: KernelConfig) -> int:
+    """The least DRAM traffic a GEMM can have: A and B read once, C written once."""
+    M, N, K = config.M, config.N, config.K
+    return (M * K + K * N + M * N) * FLOAT_BYTES
+
+
+def written_elements(config: KernelConfig, bx: int, by: int) -> int:
+    """Elements of C block (bx, by) really writes: its C tile clipped to M x N."""
+    rows, cols = config.launch.c_tile
+    inside_rows = max(0, min(rows, config.M - by * rows))
+    inside_cols = max(0, min(cols, config.N - bx * cols))
+    return inside_rows * inside_cols
+
+
+def measured_bytes(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """Memory traffic measured with a profiler (ncu), where the trace carries it: the bundled
+    H200 recordings do. Schema-2 manifests keep it in ``details`` (the free-form section, so
+    recorded and simulated manifests keep the same sections); schema-1 files, whose migration
+    rebuilds ``details``, at the top level."""
+    details = manifest.get("details")
+    found = details.get("measured") if isinstance(details, dict) else None
+    found = found if found is not None else manifest.get("measured")
+    keys = ("dram_read_bytes", "l2_bytes", "l1_global_load_bytes")
+    if isinstance(found, dict) and all(isinstance(found.get(k), (int, float)) for k in keys):
+        return found
+    return None
+
+
 def _join(first: str, second: str) -> str:
     """Two sentences: a space after Latin punctuation, none after a CJK full stop."""
     return first + ("" if first.endswith(("。", "！", "？")) else " ") + second
@@ -114,9 +142,13 @@ def _edge(config: KernelConfig, bx: int, by: int, tr: Tr) -> str:
 
 def _reuse(config: KernelConfig, tr: Tr) -> tuple[str, dict]:
     issued, formula = config.issued_bytes, config.formula_bytes
-    moved = {"global_bytes": round(issued), "formula_bytes": round(formula)}
+    floor = dram_floor_bytes(config)
+    moved = {
+        "global_bytes": round(issued), "formula_bytes": round(formula), "dram_floor_bytes": floor
+    }  # fmt: skip
     formula_text = config.kernel.work.formula
     loads = sum(config.staged_per_step.values()) if config.uses_shared else 0
+    floor_text = tr(txt.DRAM_FLOOR).format(floor=fmt_bytes(floor))
     if loads:
         fmas = config.fmas_per_step
         text = tr(txt.REUSE_SHARED).format(
@@ -129,9 +161,9 @@ def _reuse(config: KernelConfig, tr: Tr) -> tuple[str, dict]:
             formula=fmt_bytes(formula),
             naive=fmt_bytes(config.flops * FLOAT_BYTES),
         )
-        return text, {"loads_per_step": loads, "fmas_per_step": fmas} | moved
+        return _join(text, floor_text), {"loads_per_step": loads, "fmas_per_step": fmas} | moved
     text = tr(txt.REUSE_NONE).format(issued=fmt_bytes(issued), formula_text=formula_text)
-    return text, moved
+    return _join(text, floor_text), moved
 
 
 def explain(
@@ -230,9 +262,15 @@ def explain(
     elif state == BlockState.DONE:
         fill = {"end": fmt_ns(end), "run": fmt_ns(end - start)}
         rows, cols = config.launch.c_tile
-        text = tr(txt.DONE).format(**base, **fill, c_elems=rows * cols)
+        written = written_elements(config, bx, by)
+        if written < rows * cols:  # an edge block: part of its C tile lies outside C
+            outside = {"tile_elems": rows * cols, "outside": rows * cols - written}
+            edge = {"M": config.M, "N": config.N, **outside}
+            text = tr(txt.DONE_EDGE).format(**base, **fill, **edge, c_elems=written)
+        else:
+            text = tr(txt.DONE).format(**base, **fill, c_elems=written)
         title, concept, timed = txt.TITLE_DONE, txt.CONCEPT_DONE, False
-        nums["run_ns"] = end - start
+        nums |= {"run_ns": end - start, "c_written": written}
     elif (prow := timeline.phase_row(block)) is not None:  # a sampled block outside its phases
         marks = trace.marks[prow]  # (k-steps, marks)
         if t_ns < marks[0].min():
@@ -317,7 +355,10 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     resident = metrics.max_resident(trace)
     waves = -(-len(trace.blocks) // resident) if resident else 0  # metrics.waves, reusing resident
     fill: dict[str, Any] = {
-        "blocks": len(trace.blocks), "waves": waves, "resident": resident, "sms": len(used)
+        "blocks": len(trace.blocks),
+        "waves": waves,
+        "resident": resident,
+        "sms": len(used),
     }
     fill |= {"lo": int(used.min()) if len(used) else 0, "hi": int(used.max()) if len(used) else 0}
     facts.append(tr(txt.FACT_WAVES if waves > 1 else txt.FACT_ONE_WAVE).format(**fill))
@@ -333,9 +374,9 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     if config.uses_shared:
         arrays = ", ".join(_shape_text(arr) for arr in config.shared)
         padding = sum(arr.padding_bytes for arr in config.shared)
-        fill = {"arrays": arrays, "smem": fmt_bytes(config.smem_bytes)}
+        fill = {"arrays": arrays, "smem": f"{config.smem_bytes} B"}  # the lesson's unit: bytes
         if padding:
-            facts.append(tr(txt.FACT_SMEM_PAD).format(**fill, padding=fmt_bytes(padding)))
+            facts.append(tr(txt.FACT_SMEM_PAD).format(**fill, padding=f"{padding} B"))
         else:
             facts.append(tr(txt.FACT_SMEM).format(**fill))
     else:
@@ -343,9 +384,19 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     issued, formula = fmt_bytes(config.issued_bytes), fmt_bytes(config.formula_bytes)
     facts.append(
         tr(txt.FACT_GLOBAL).format(
-            issued=issued, formula=formula, formula_text=config.kernel.work.formula
+            issued=issued,
+            formula=formula,
+            formula_text=config.kernel.work.formula,
+            floor=fmt_bytes(dram_floor_bytes(config)),
         )
     )
+    measured = measured_bytes(m)
+    if measured is not None:
+        keys = ("l1_global_load_bytes", "l2_bytes", "dram_read_bytes")
+        l1, l2, dram = (fmt_bytes(measured[k]) for k in keys)
+        where = measured.get("device", device)
+        ab = fmt_bytes((M * K + K * N) * FLOAT_BYTES)
+        facts.append(tr(txt.FACT_MEASURED).format(device=where, l1=l1, l2=l2, dram=dram, ab=ab))
     if len(trace.phase_blocks) and len(trace.phase_blocks) < len(trace.blocks):
         kept = len(trace.phase_blocks)
         facts.append(tr(txt.FACT_SAMPLED).format(kept=kept, blocks=len(trace.blocks)))

@@ -70,6 +70,12 @@ DONE = (
     "Block ({bx}, {by}) finished at {end} after {run} on SM {sm}. Its {threads} threads wrote "
     "the block's {c_elems} elements of C once each, from sums kept in registers (§14)."
 )
+DONE_EDGE = (
+    "Block ({bx}, {by}) finished at {end} after {run} on SM {sm}. It is an edge block: only "
+    "{c_elems} of its {tile_elems} elements of C lie inside the {M}×{N} matrix, and its "
+    "{threads} threads wrote those once each, from sums kept in registers; the stores of the "
+    "other {outside} were skipped by the row < M && col < N guard (§14, §26)."
+)
 RUNNING_SAMPLED = (
     "Block ({bx}, {by}) is running on SM {sm}, from {begin} to {end} ({dur}). The trace kept "
     "per-tile marks for only one block in {every}, to stay within its size budget, so which "
@@ -105,14 +111,18 @@ PHASE_TIME = "In this trace this phase lasts {dur}, from {begin} to {end}."
 REUSE_SHARED = (
     "Data reuse: per k-tile of depth {depth} the block loads {loads} floats from global memory "
     "into shared memory and does {fmas} FMAs with them, so each loaded float is used {uses} "
-    "times (§13). Over the whole kernel the blocks load {issued} of A and B; the lesson's "
-    "formula {formula_text} gives {formula}, where reading A and B afresh for every "
-    "multiply-add would load 2mnk × 4 B = {naive}."
+    "times (§13). Over the whole kernel the load instructions request {issued} of A and B; the "
+    "lesson's formula {formula_text} gives {formula}, where reading A and B afresh for every "
+    "multiply-add would request 2mnk × 4 B = {naive}."
 )
 REUSE_NONE = (
-    "No data reuse through shared memory: the kernel loads {issued} from global memory in all "
-    "(the lesson's formula {formula_text}; the caches absorb part of it). Staging b × b tiles "
-    "in shared memory would divide this by b (§5-6)."
+    "No data reuse through shared memory: the kernel's load instructions request {issued} from "
+    "global memory in all (the lesson's formula {formula_text}). Staging b × b tiles in shared "
+    "memory would divide this by b (§5-6)."
+)
+DRAM_FLOOR = (
+    "Requests for data already in the L1 or L2 cache never reach DRAM: DRAM itself must "
+    "deliver at least A and B once and take C once, (MK + KN + MN) × 4 B = {floor}."
 )
 EDGE_SHARED = (
     "This is an edge block ({what}): out-of-range elements of A and B are stored in shared "
@@ -166,8 +176,13 @@ FACT_NO_SMEM = (
 FACT_BANKS = "Worst shared-memory bank conflict in the probed warp: {degree}-way, at {site}."
 FACT_NO_CONFLICT = "The probed warp's shared-memory accesses are free of bank conflicts."
 FACT_GLOBAL = (
-    "Global memory: the kernel loads {issued}; the lesson's formula {formula_text} gives "
-    "{formula}."
+    "Global memory: the load instructions request {issued}; the lesson's formula "
+    "{formula_text} gives {formula}. The DRAM floor (A and B read once, C written once) is "
+    "(MK + KN + MN) × 4 B = {floor}."
+)
+FACT_MEASURED = (
+    "Measured with ncu on {device} (one launch, level-0 build): {l1} requested by global "
+    "loads, {l2} through L2, {dram} read from DRAM (A and B once: {ab})."
 )
 FACT_SAMPLED = "Per-tile phases were kept for {kept} of {blocks} blocks."
 
@@ -182,8 +197,12 @@ LIMITERS = {
     "registers": "registers per SM",
 }
 
-TEMPLATES: tuple[str, ...] = tuple(
-    value
-    for name, value in sorted(globals().items())
-    if name.isupper() and isinstance(value, str) and name != "TEMPLATES"
-) + tuple(LIMITERS.values()) + tuple(ORDINALS.values())
+TEMPLATES: tuple[str, ...] = (
+    tuple(
+        value
+        for name, value in sorted(globals().items())
+        if name.isupper() and isinstance(value, str) and name != "TEMPLATES"
+    )
+    + tuple(LIMITERS.values())
+    + tuple(ORDINALS.values())
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from matviz.core import metrics
+from matviz.core.explain import measured_bytes
 from matviz.core.kernel import LEVEL_NAMES
 from matviz.core.trace import Trace
 
@@ -54,10 +55,20 @@ def summary_lines(trace: Trace) -> list[str]:
     occ = m.get("occupancy")
     if occ:
         lines.append(f"occupancy  {occ['blocks_per_sm']} blocks/SM, limited by {occ['limiter']}")
+    floor = (M * K + K * N + M * N) * 4  # A and B read once, C written once (float32)
     lines.append(
-        f"global     {config.issued_bytes / 1e6:.1f} MB loaded by the kernel; lesson formula "
-        f"{config.kernel.work.formula} = {config.formula_bytes / 1e6:.1f} MB"
+        f"global     {config.issued_bytes / 1e6:.1f} MB requested by load instructions; lesson "
+        f"formula {config.kernel.work.formula} = {config.formula_bytes / 1e6:.1f} MB; DRAM floor "
+        f"(MK + KN + MN) x 4 B = {floor / 1e6:.1f} MB"
     )
+    measured = measured_bytes(m)
+    if measured is not None:
+        lines.append(
+            f"measured   {measured.get('tool', 'ncu')}: "
+            f"L1 global loads {measured['l1_global_load_bytes'] / 1e6:.1f} MB, "
+            f"L2 {measured['l2_bytes'] / 1e6:.1f} MB, "
+            f"DRAM read {measured['dram_read_bytes'] / 1e6:.1f} MB"
+        )
     sampling = m["sampling"]
     if len(trace.phase_blocks):
         layout = trace.layout

@@ -50,6 +50,38 @@ def test_export_runs_in_steps_and_writes_the_gif(qtbot, dialog, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["anim.gif"]
 
 
+def test_the_last_frame_is_the_kernels_end_not_the_rounded_field(
+    qtbot, dialog, tmp_path, monkeypatch
+):
+    from matviz.app import export_render
+    from matviz.core.timeline import BlockState, Timeline
+
+    trace = small()
+    # The "To" field shows 0.1 µs: 3,340 ns reads 3.3 µs, when a block is still running.
+    assert dialog.t1.value() * 1000 < trace.duration_ns
+    assert (Timeline(trace).states(dialog.t1.value() * 1000) != BlockState.DONE).any()
+    assert dialog.options().t1_us is None  # the field at its end means the kernel's end
+    rendered = []
+    render = export_render.FrameRenderer.render
+
+    def recording(self, t_ns):
+        rendered.append((int(t_ns), self.caption_html(int(t_ns))))
+        return render(self, t_ns)
+
+    monkeypatch.setattr(export_render.FrameRenderer, "render", recording)
+    out = tmp_path / "end.gif"
+    dialog.path.setText(str(out))
+    with qtbot.waitSignal(dialog.exported, timeout=60_000):
+        assert dialog.start_export()
+    assert len(iio.imread(out, index=None)) == 5
+    t_last, caption = rendered[-1]  # the palette samples come first, then the frames in order
+    assert t_last == trace.duration_ns
+    assert (Timeline(trace).states(t_last) == BlockState.DONE).all() and "done" in caption
+    # A time before the end is still taken as given.
+    dialog.t1.setValue(2.0)
+    assert dialog.options().t1_us == pytest.approx(2.0)
+
+
 def test_format_switches_suffix_and_fields(dialog, tmp_path):
     dialog.path.setText(str(tmp_path / "x.gif"))
     choose(dialog.format, "png")

@@ -337,3 +337,170 @@ def test_cli_opens_the_window_on_a_trace_file(qtbot, tmp_path, monkeypatch):
     QTimer.singleShot(0, check_and_close)
     assert cli.main([str(path)]) == 0
     assert len(seen) == 1 and "simulated" in seen[0] and "T16 P1 64×64×64" in seen[0]
+
+
+# -- transport ---------------------------------------------------------------------------------
+def _time_now(window) -> str:
+    return window.playback.time_label.text().split(" / ")[0]
+
+
+def test_start_and_end_by_button_and_home_end_keys(qtbot, window):
+    session, bar = window.session, window.playback
+    duration = session.trace.duration_ns
+    session.set_playhead(duration // 2)
+    bar.start_button.click()
+    assert session.playhead_ns == 0
+    bar.end_button.click()
+    assert session.playhead_ns == duration
+    window.activateWindow()
+    qtbot.waitActive(window)
+    qtbot.keyClick(window, Qt.Key_Home)
+    assert session.playhead_ns == 0
+    qtbot.keyClick(window, Qt.Key_End)
+    assert session.playhead_ns == duration
+    assert "(Home)" in bar.start_button.toolTip() and "(End)" in bar.end_button.toolTip()
+
+
+def test_step_buttons_say_what_they_do(window):
+    bar = window.playback
+    tips = {
+        bar.prev_block: ("selected block", "previous", "(←)"),
+        bar.next_block: ("selected block", "next", "(→)"),
+        bar.prev_global: ("any block", "previous", "(Shift+←)"),
+        bar.next_global: ("any block", "next", "(Shift+→)"),
+    }
+    for button, words in tips.items():
+        tip = button.toolTip()
+        assert all(w in tip for w in words) and "phase boundary" in tip, tip
+    texts = {button.text() for button in (*tips, bar.start_button, bar.end_button)}
+    assert len(texts) == 6  # six different faces
+
+
+def test_the_time_reads_in_ns_while_stepping(window):
+    session, bar = window.session, window.playback
+    trace = session.trace
+    block = int(trace.phase_blocks[len(trace.phase_blocks) // 2])
+    session.select_block(block)
+    session.set_playhead(int(trace.blocks["start"][block]) + 1)
+    assert "µs" in _time_now(window) or "ms" in _time_now(window)
+    before = session.playhead_ns
+    bar.next_block.click()
+    after = session.playhead_ns
+    now = _time_now(window)
+    assert bar.stepping and " ns" in now and "µs" not in now
+    assert f"{after:,}".replace(",", "\u2009") in now  # whole nanoseconds
+    assert f"+{after - before:,}".replace(",", "\u2009") in now  # and the step's length
+    bar.slider.setValue(bar.slider.maximum() // 3)  # scrubbing: back to µs
+    assert not bar.stepping and "µs" in _time_now(window)
+    bar.prev_global.click()
+    assert " ns" in _time_now(window)
+    session.set_playhead(0)  # moved by something else (a drag in a view)
+    assert "µs" in _time_now(window)
+
+
+def test_the_wave_legend_covers_every_wave():
+    from matviz.app.views.palette import WAVE_COLORS
+    from matviz.app.views.sm_lanes import wave_legend
+
+    assert len(wave_legend(4)) == 4 and "wave 4" in wave_legend(4)[-1]
+    legend = wave_legend(63)
+    assert "1–63" in legend[0] and len(legend) == 1 + len(WAVE_COLORS)
+    firsts = [int(entry.split("&nbsp;")[1].split(",")[0]) for entry in legend[1:]]
+    assert firsts == list(range(1, len(WAVE_COLORS) + 1))  # wave w has colour (w - 1) % 9
+
+
+def test_the_sm_lanes_caption_shows_the_legend(make_window):
+    window = make_window(simulate("tiled", 1024, 1024, 1024, tile=8, pad=0, level=1))
+    text = window.lanes_view.caption.text()
+    waves = int(window.lanes_view.wave.max()) + 1
+    if waves > 9:
+        assert f"1–{waves}" in text
+    else:
+        assert f"wave {waves}" in text
+
+
+# -- menus -------------------------------------------------------------------------------------
+def test_view_menu_hides_and_shows_every_panel(qtbot, window):
+    for name, action in window.panel_actions.items():
+        view = window.views[name]
+        assert action.isChecked() and action.text() and action in window.view_menu.actions()
+        action.trigger()
+        assert view.isHidden()
+        action.trigger()
+        assert not view.isHidden()
+    for dock in (window.controls_dock, window.explain_dock):
+        toggle = dock.toggleViewAction()
+        assert toggle in window.view_menu.actions()
+        toggle.trigger()
+        assert dock.isHidden()
+        toggle.trigger()
+        assert not dock.isHidden()
+    # hiding both views of a row hides the row, so the others get the room
+    window.panel_actions["banks"].trigger()
+    window.panel_actions["throughput"].trigger()
+    assert window.banks_view.parentWidget().isHidden() or window.compact
+    for name in ("banks", "throughput"):
+        window.panel_actions[name].trigger()
+    assert all(view.isVisible() for view in window.views.values())
+
+
+def test_help_menu_has_the_keys_and_the_lesson_map(window):
+    assert window.help_action in window.help_menu.actions()
+    window.help_action.trigger()
+    dialog = window.help_dialog
+    assert dialog.isVisible()
+    text = dialog.text.toPlainText()
+    for key in ("Space", "Shift+←", "Home / End", "F1"):
+        assert key in text
+    for section in ("§2-5", "§6-17", "§11-12", "§13", "§17", "§18", "§26", "§27-28"):
+        assert section in text
+    for view in ("Block grid", "SM lanes", "Tiles", "Banks", "Throughput", "Explanation"):
+        assert view in text
+    dialog.close()
+
+
+def test_the_concept_link_opens_the_map_at_its_section(window):
+    from PySide6.QtCore import QUrl
+
+    from matviz.app.explain_panel import LESSON_MAP, lesson_row
+
+    assert lesson_row(12) == 2 and lesson_row(14) == 1 and lesson_row(17) == 4
+    assert lesson_row(27) == 7 and lesson_row(3) == 0 and lesson_row(1) is None
+    link = window.explain.concept_link()
+    assert link and link.startswith("lesson:")
+    section = int(link.split(":")[1])
+    window.explain.text.anchorClicked.emit(QUrl(link))  # what a click on the link does
+    dialog = window.help_dialog
+    assert dialog is not None and dialog.isVisible() and dialog.section == section
+    row = dialog.highlighted_row
+    lo, hi, _, _ = LESSON_MAP[row]
+    assert lo <= section <= hi
+    assert "#fff3a0" in dialog.text.toHtml().lower()  # that row is highlighted
+    dialog.close()
+
+
+def test_every_window_string_is_translated():
+    import ast
+    import re
+    from pathlib import Path
+
+    from matviz.app import explain_panel
+
+    used = set()
+    app_dir = Path(explain_panel.__file__).parent
+    for name in ("main_window.py", "playback.py", "explain_panel.py"):
+        tree = ast.parse((app_dir / name).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr":
+                if isinstance(node.args[0], ast.Constant):
+                    used.add(node.args[0].value)
+    for _, _, topic, views in explain_panel.LESSON_MAP:
+        used.update((topic, *views))
+    used.update(what for _, what in explain_panel.KEYS)
+    used.add("Click a block")  # the one key column entry in words
+    table = i18n.load_table("zh_CN")
+    missing = sorted(used - set(table))
+    assert not missing, f"add to zh_CN_transport.json: {missing}"
+    fields = re.compile(r"\{[^}]*\}")
+    for source in used:
+        assert sorted(fields.findall(source)) == sorted(fields.findall(table[source])), source

@@ -327,7 +327,7 @@ def test_throughput_gains_a_point_per_run(views, session):
     session.add_run(RunPoint.from_trace(sim("naive", 512, 32)))
     assert len(view.scatter["sim"].data) == 2
     ticks = view.runs_plot.getAxis("bottom")._tickLevels[0]
-    assert len(ticks) == 2 and "(sim)" in ticks[1][1]
+    assert len(ticks) == 2 and "(sim)" in ticks[1][1] and "512³" in ticks[1][1]
     assert [run.label for run in session.runs] == ["tiled T32 P0 (sim)", "naive T32 (sim)"]
     assert view.cublas_line.value() == pytest.approx(trace.manifest["stats"]["cublas_gflops"])
     assert peak_gflops(trace.manifest["device"])[0] == pytest.approx(66908.16)
@@ -348,13 +348,15 @@ def test_views_survive_a_naive_trace(views, session):
     assert "no shared memory" in views[BanksView].placeholder.text()
     tiles = views[TilesView]
     assert not tiles.no_smem.isHidden() and not tiles.labels  # no shared panels at all
-    for text in (tiles.caption.text(), tiles.legend.text):
+    for text in (tiles.caption.text(), tiles.legend.text()):
         assert "tile" not in text.replace("k-tile", "").lower()  # naive has no T x T tiles
     assert "K = 512" in tiles.caption.text()
     grid = views[GridView].image.image
     assert (grid == BlockState.RUNNING).any()
-    session.set_trace(sim("tiled", 512, 32, 0, level=1))  # phases but no probe
-    assert "level 3" in views[BanksView].placeholder.text()
+    session.set_trace(sim("tiled", 512, 32, 0, level=1))  # phases but no probe: the model
+    banks = views[BanksView]
+    assert banks.stack.currentIndex() == 1 and banks.source == "model"
+    assert "model" in banks.summary.text() and banks.sites.count() == 64 + 2
 
 
 def visible_text(view) -> str:
@@ -464,3 +466,252 @@ def test_every_view_numbers_the_k_tile_as_the_explanation_does(views, session):
     assert label in views[TilesView].title.text()
     assert label in views[GridView].describe(block)
     assert label in views[SmLanesView].describe(block)
+
+
+# -- issue 10: shared tiles that move, banks that follow, a readable throughput plot -----------
+def _phase_time(trace, session, block, ktile, phase_name, fraction):
+    config = trace.config
+    phase = next(ph for ph in config.phases if ph.name == phase_name)
+    row = session.timeline.phase_row(block)
+    begin = int(trace.marks[row, ktile, phase.begin])
+    end = int(trace.marks[row, ktile, phase.end])
+    return begin + int(fraction * (end - begin))
+
+
+def _cells_of(config, site, tid, block, t):
+    """The (row, col) thread ``tid`` touches at every instance of ``site``, via lane_offsets."""
+    from matviz.core import access
+
+    rs = config.site(site)
+    arr = config.array(rs.site.array)
+    warp, lane = divmod(tid, 32)
+    out = []
+    for k in range(rs.repeat):
+        off = int(access.lane_offsets(config, site, warp, k, block, t)[lane])
+        out.append(divmod((off - config.array_bases[arr.name]) // arr.elem_bytes, arr.stride))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kernel", "params"),
+    [("tiled", {"tile": 32, "pad": 1}), ("register_tiling_1d", {})],
+)
+def test_tiles_fill_by_warp_during_the_load(views, session, kernel, params):
+    from matviz.app.views import tiles_view as tv
+
+    trace = simulate(kernel, 256, 256, 256, level=2, **params)
+    session.set_trace(trace)
+    tiles = views[TilesView]
+    block = trace.block_index(1, 1)
+    session.select_block(block)
+    filled = []
+    for fraction in (0.05, 0.3, 0.6, 0.95):
+        session.set_playhead(_phase_time(trace, session, block, 2, "load", fraction))
+        assert tiles.mode == "load" and tiles.ktile == 2
+        codes = {name: tiles.images[name].image for name in tiles.cells}
+        shown = sum(int(np.isin(c, (tv.FILLED, tv.ZERO_CODE, tv.LATEST_CODE)).sum())
+                    for c in codes.values())  # fmt: skip
+        filled.append(shown)
+        for name, c in codes.items():
+            arr = trace.config.array(name)
+            assert (c[:, arr.cols :] == tv.PAD_CODE).all()  # padding stays unused
+        assert tiles.warps_shown == int(np.ceil(fraction * trace.config.warps))
+    assert filled == sorted(filled) and filled[0] < filled[-1]
+    assert 0 < filled[0]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "params", "tid"),
+    [("tiled", {"tile": 32, "pad": 1}, 37), ("register_tiling_1d", {}, 70)],
+)
+def test_tiles_light_up_what_the_selected_thread_reads(views, session, kernel, params, tid):
+    from matviz.app.views import tiles_view as tv
+
+    trace = simulate(kernel, 256, 256, 256, level=2, **params)
+    config = trace.config
+    session.set_trace(trace)
+    tiles = views[TilesView]
+    block = trace.block_index(1, 0)
+    session.select_block(block)
+    tiles.thread_box.setValue(tid)
+    assert tiles.thread == tid
+    session.set_playhead(_phase_time(trace, session, block, 3, "compute", 0.5))
+    assert tiles.mode == "compute" and tiles.ktile == 3
+    bx_by = (1, 0)
+    for name, site in (("As", "ld_As"), ("Bs", "ld_Bs")):
+        expected = set(_cells_of(config, site, tid, bx_by, 3))
+        codes = tiles.images[name].image
+        lit = {tuple(map(int, rc)) for rc in np.argwhere(np.isin(codes, (tv.READ_CODE,
+                                                                         tv.NOW_CODE)))}
+        assert lit == expected
+        now = {tuple(map(int, rc)) for rc in np.argwhere(codes == tv.NOW_CODE)}
+        assert len(now) == 1 and now <= expected
+    # the k the strong cell shows moves with the phase
+    first = tiles.images["Bs"].image.copy()
+    session.set_playhead(_phase_time(trace, session, block, 3, "compute", 0.95))
+    assert not np.array_equal(first, tiles.images["Bs"].image)
+    assert f"thread {tid}" in tiles.activity.text()
+
+
+def test_tiles_click_on_c_picks_the_thread(views, session):
+    trace = simulate("register_tiling_1d", 256, 256, 256, level=2)
+    session.set_trace(trace)
+    tiles = views[TilesView]
+    tiles.select_element(64 + 17, 128 + 9)  # block (2, 1); rows (tid / 64) * 8 ..., col tid % 64
+    assert session.selected_block == trace.block_index(2, 1)
+    assert tiles.thread == 2 * 64 + 9 and tiles.thread_box.value() == 2 * 64 + 9
+    trace = sim("tiled", 256, 16, 0)
+    session.set_trace(trace)
+    tiles.select_element(16 + 3, 5)  # block (0, 1), ty 3, tx 5
+    assert session.selected_block == trace.block_index(0, 1) and tiles.thread == 3 * 16 + 5
+
+
+def _as_recorded(trace):
+    """``trace`` as if recorded on a GPU (its probe then counts as measured)."""
+    manifest = copy.deepcopy(trace.manifest)
+    manifest["backend"] = "cuda"
+    return dataclasses.replace(trace, manifest=manifest)
+
+
+def test_banks_follow_block_warp_and_ktile(views, session):
+    from matviz.core import access
+
+    trace = _as_recorded(sim("tiled_transposed", 256, 32, 0))
+    assert not trace.is_simulated
+    session.set_trace(trace)
+    banks = views[BanksView]
+    assert banks.key == (0, 0, 0) and banks.source == "probe"
+    assert "recorded on the GPU" in banks.summary.text()
+    assert "32-way bank conflict" in banks.summary.text()  # st_As, transposed, pad 0
+    # another block, another warp, a later k-tile: the model, and it says so
+    block = trace.block_index(3, 5)
+    session.select_block(block)
+    row = session.timeline.phase_row(block)
+    session.set_playhead(int(trace.mark("loaded")[row, 4]) + 1)  # computing k-tile 4
+    banks.warp_box.setValue(3)
+    assert banks.key == (block, 3, 4) and banks.source == "model"
+    assert "model" in banks.summary.text() and "block (3, 5), warp 3" in banks.title.text()
+    assert "the GPU probe recorded block (0, 0), warp 0, k-tile t = 0" in banks.summary.text()
+    expected = access.access_records(trace.config, 3, (3, 5), 4)
+    np.testing.assert_array_equal(banks.records["offsets"], expected["offsets"])
+    assert not np.array_equal(banks.records["offsets"], trace.probe["offsets"])  # warp 3 != 0
+    session.set_probe_row(1)  # st_Bs: conflict-free, said as such
+    assert banks.conflict_degree == 1
+    assert "no bank conflict (1-way)" in banks.summary.text()
+
+
+def test_banks_for_a_kernel_with_a_large_block(qtbot, views, session):
+    trace = simulate("register_tiling_1d", 256, 256, 256, level=2)  # no probe: the model
+    session.set_trace(trace)
+    banks = views[BanksView]
+    assert banks.warp_box.maximum() == 15 and banks.source == "model"
+    assert banks.sites.count() == len(trace.config.program)
+    i18n.set_language("zh_CN")
+    banks.sites.setCurrentIndex(1)  # the trace has no probe: the view keeps the row itself
+    assert banks.records[banks._row()]["site"] == "st_Bs" and "st_Bs" in banks.sites.itemText(1)
+    ld = next(i for i, r in enumerate(banks.records) if r["site"] == "ld_Bs")
+    banks.sites.setCurrentIndex(ld)
+    assert banks.records[banks._row()]["site"] == "ld_Bs"
+    banks.sites.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: "无 bank 冲突（1 路）" in banks.summary.text())
+    assert banks.conflict_degree == 1
+    assert "Bank 冲突：1 路" not in banks.summary.text()
+
+
+def _drawn_tick_texts(qtbot, view):
+    from PySide6.QtGui import QImage, QPainter
+
+    axis = view.runs_plot.getAxis("bottom")
+    image = QImage(10, 10, QImage.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _, _, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [(axis.mapRectToScene(rect), text) for rect, _, text in texts]
+
+
+@pytest.mark.parametrize("size", [(900, 600), (560, 420), (420, 300)])
+def test_throughput_stays_readable_after_20_runs(qtbot, views, session, size):
+    view = views[ThroughputView]
+    view.resize(*size)
+    view.show()
+    qtbot.waitExposed(view)
+    long = simulate("register_tiling_1d", 256, 256, 256, level=1)
+    traces = [long, sim("tiled", 512, 32, 0), sim("naive", 512, 32),
+              simulate("tiled_transposed", 256, 512, 128, level=1, tile=16, pad=1)]  # fmt: skip
+    session.set_trace(traces[1])
+    for i in range(19):
+        session.add_run(RunPoint.from_trace(traces[(i * 7) % 4]))
+    session.add_run(RunPoint.from_trace(long))
+    qtbot.waitUntil(lambda: view.runs_plot.getViewBox().width() > 100)
+    qtbot.wait(50)  # the axis takes its new height
+    drawn = _drawn_tick_texts(qtbot, view)
+    assert [text for _, text in drawn] == [text for _, text in view.ticks]  # none dropped
+    assert len(drawn) >= 2 and view.shown_runs[-1] == 19  # the newest run is labelled
+    for (a, _), (b, _) in zip(drawn, drawn[1:], strict=False):
+        assert not a.intersects(b)
+    for _, text in drawn:
+        assert re.search(r"\d+³|\d+×\d+×\d+", text)  # the size is in the label
+    newest = view.ticks[-1][1]  # run 20: the long label that used to disappear
+    assert newest.startswith("#20") and "256³" in newest
+    if size[1] >= 420:
+        assert newest.startswith("#20 register_") and "TM8" in newest
+    assert "run #1: register_tiling_1d BM64 BN64 BK8 TM8, M×N×K = 256×256×256" in (
+        view.describe_run(0)
+    )
+    # the reference lines' labels do not collide
+    peak = view.peak_line.label.sceneBoundingRect()
+    cublas = view.cublas_line.label.sceneBoundingRect()
+    assert view.cublas_line.isVisible() and not peak.intersects(cublas)
+    assert peak.bottom() <= cublas.top() + 0.5  # one above its line, the other below its own
+    view_rect = view.runs_plot.getViewBox().sceneBoundingRect()
+    assert view_rect.top() - 0.5 <= peak.top()  # the peak's label is inside the plot
+
+
+def test_throughput_cublas_line_belongs_to_the_current_trace(views, session):
+    view = views[ThroughputView]
+    first = sim("tiled", 512, 32, 0)
+    other = dataclasses.replace(first, manifest=copy.deepcopy(first.manifest))
+    other.manifest["stats"]["cublas_gflops"] = 12345.0
+    session.set_trace(first)
+    session.add_run(RunPoint.from_trace(first))
+    session.add_run(RunPoint.from_trace(other))  # the last run has another baseline
+    assert view.cublas_line.value() == pytest.approx(first.manifest["stats"]["cublas_gflops"])
+    session.set_trace(other)
+    assert view.cublas_line.value() == pytest.approx(12345.0)
+
+
+def _plot_texts(view) -> list[str]:
+    """Axis labels, titles and tick labels of every plot of ``view`` (pyqtgraph items)."""
+    import pyqtgraph as pg
+
+    texts = []
+    for item in view.findChildren(pg.GraphicsView):
+        for obj in item.scene().items():
+            if isinstance(obj, pg.PlotItem):
+                if obj.titleLabel.text:
+                    texts.append(obj.titleLabel.text)
+                for name in ("left", "bottom"):
+                    axis = obj.getAxis(name)
+                    if axis.isVisible() and axis.labelText:
+                        texts.append(axis.labelText)
+                    for level in axis._tickLevels or ():
+                        texts += [str(t) for _, t in level]
+    return texts
+
+
+def test_plot_labels_are_translated(qtbot, views, session):
+    session.set_trace(sim("tiled", 256, 16, 1))
+    session.add_run(RunPoint.from_trace(session.trace))
+    mine = (GridView, TilesView, BanksView, ThroughputView)
+    english = {cls: _plot_texts(views[cls]) for cls in mine}
+    i18n.set_language("zh_CN")
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    for cls in mine:
+        qtbot.waitUntil(lambda c=cls: _plot_texts(views[c]) != english[c])
+        for before, after in zip(english[cls], _plot_texts(views[cls]), strict=False):
+            words = set(re.findall(r"[A-Za-z]{3,}", before.replace("(sim)", "")))
+            words -= {"GFLOP", "FLOP", "blockIdx", "cuBLAS", "SGEMM", "tiled"}
+            if words:  # English words: the Chinese label says them in Chinese
+                assert cjk.search(after), (cls.__name__, before, after)

@@ -11,7 +11,7 @@ import pytest
 
 from matviz.backends import sim_model, simulator
 from matviz.backends.contract import RunRequest
-from matviz.backends.devices import DEVICE_DIR, load_device
+from matviz.backends.devices import DEVICE_DIR, cublas_gflops, load_device
 from matviz.backends.sim_model import vector_width
 from matviz.backends.simulator import schedule, simulate, site_costs
 from matviz.core import access, banks, metrics, registry
@@ -104,8 +104,8 @@ def test_manifest_contents():
     assert stats["time_ms_median"] == stats["time_ms_min"] == stats["time_ms_max"] == span / 1e6
     assert stats["repeats"] == 1
     assert stats["gflops"] == pytest.approx(2 * 512**3 / span)
-    assert stats["cublas_gflops"] == pytest.approx(50_300)
-    assert stats["pct_cublas"] == pytest.approx(100 * stats["gflops"] / 50_300)
+    assert stats["cublas_gflops"] == pytest.approx(17_367.7)  # cuBLAS measured at 512³
+    assert stats["pct_cublas"] == pytest.approx(100 * stats["gflops"] / 17_367.7)
     assert stats["rel_error"] is None and stats["overhead_pct"] is None
     assert stats["event_ms"] is None and stats["span_vs_event"] is None
     assert m["sampling"]["timeline_level"] == 2 and m["sampling"]["probe"] is None
@@ -582,6 +582,90 @@ def test_an_edited_device_file_is_the_modelled_gpu(tmp_path):
     assert trace.blocks["smid"].max() == 65
     full = sim(size=1024, tile=16, level=1)
     assert trace.duration_ns > full.duration_ns
+
+
+# resources/bench/h200_cublas_sizes.json
+H200_CUBLAS = {
+    128: 645.7,
+    256: 3615.8,
+    512: 17367.7,
+    1024: 37076.7,
+    2048: 49888.1,
+    4096: 50765.2,
+    8192: 50948.6,
+}
+
+
+def test_the_h200_file_holds_cublas_measured_at_several_sizes():
+    dev = load_device("h200")
+    measured = json.loads(
+        (DEVICE_DIR.parents[2] / "resources/bench/h200_cublas_sizes.json").read_text()
+    )
+    table = {int(n): g for n, g in dev["cublas_fp32_gflops_by_size"].items()}
+    assert table == H200_CUBLAS == {int(n): g for n, g in measured.items()}
+    for n, g in H200_CUBLAS.items():
+        assert cublas_gflops(dev, n, n, n) == pytest.approx(g)
+
+
+@pytest.mark.parametrize("size", [256, 1024, 4096])
+def test_pct_of_cublas_is_against_cublas_at_the_traces_shape(size):
+    stats = sim(size=size, tile=32, level=1).manifest["stats"]
+    assert stats["cublas_gflops"] == pytest.approx(H200_CUBLAS[size])
+    assert stats["pct_cublas"] == pytest.approx(100 * stats["gflops"] / H200_CUBLAS[size])
+
+
+def test_cublas_interpolates_in_log_flops_and_clamps_outside():
+    dev = load_device("h200")
+    # 1024×1024×2048 has 2× the FLOPs of 1024³ and 2048³ has 8×: a third of the way in log(2MNK).
+    got = cublas_gflops(dev, 1024, 1024, 2048)
+    assert got == pytest.approx(37076.7 + (49888.1 - 37076.7) / 3)
+    assert cublas_gflops(dev, 2048, 1024, 1024) == pytest.approx(got)  # only 2MNK matters
+    assert cublas_gflops(dev, 64, 64, 64) == pytest.approx(645.7)  # below the table: clamped
+    assert cublas_gflops(dev, 16384, 16384, 16384) == pytest.approx(50948.6)  # above: clamped
+    sizes = [2**e for e in range(6, 15)]
+    rates = [cublas_gflops(dev, n, n, n) for n in sizes]
+    assert rates == sorted(rates)  # the H200 table rises with size, so does the interpolation
+
+
+def test_an_old_device_file_with_only_the_cublas_constant_still_works(tmp_path):
+    data = json.loads((DEVICE_DIR / "h200.json").read_text())
+    del data["cublas_fp32_gflops_by_size"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    for size in (256, 1024):
+        stats = sim(size=size, tile=16, level=1, device=str(path)).manifest["stats"]
+        assert stats["cublas_gflops"] == pytest.approx(50_300)
+
+
+def test_a_device_file_may_give_only_the_cublas_table(tmp_path):
+    data = json.loads((DEVICE_DIR / "h200.json").read_text())
+    del data["cublas_fp32_gflops"]
+    data["cublas_fp32_gflops_by_size"] = {"1024": 30000, "256": 1000}
+    dev = load_device(data)
+    assert list(dev["cublas_fp32_gflops_by_size"]) == ["256", "1024"]  # sorted on load
+    assert cublas_gflops(dev, 512, 512, 512) == pytest.approx(1000 + 29000 / 2)
+    del data["cublas_fp32_gflops_by_size"]
+    with pytest.raises(MatvizError, match="missing 'cublas_fp32_gflops'"):
+        load_device(data)
+
+
+@pytest.mark.parametrize(
+    ("table", "needle"),
+    [
+        ({}, "must map square sizes"),
+        ([1, 2], "must map square sizes"),
+        ({"big": 100}, "size 'big' is not a positive whole number"),
+        ({"0": 100}, "size '0' is not a positive whole number"),
+        ({"512": 0}, "at 512 must be a positive number"),
+        ({"512": "fast"}, "at 512 must be a positive number"),
+    ],
+)
+def test_a_bad_cublas_table_is_one_line_error(table, needle):
+    data = json.loads((DEVICE_DIR / "h200.json").read_text())
+    data["cublas_fp32_gflops_by_size"] = table
+    with pytest.raises(MatvizError, match=needle) as info:
+        load_device(data)
+    assert "\n" not in str(info.value)
 
 
 def test_a_block_that_fits_no_sm_is_refused(tmp_path):

@@ -81,6 +81,18 @@ def test_record_sim_then_show(tmp_path, capsys):
     assert json.loads(as_json)["backend"] == "sim"
 
 
+def test_record_defaults_to_level_3_like_the_app(tmp_path, capsys):
+    args = cli.build_parser().parse_args(["record", "tiled", "-o", "t.mvz"])
+    assert args.level == 3  # the app's Level control starts at 3 too (matviz.app.controls)
+    path = tmp_path / "t.mvz"
+    argv = ["record", "tiled", "-M", "64", "-N", "64", "-K", "64", "--backend", "sim"]
+    code, _, _ = run(capsys, *argv, "-o", str(path))
+    assert code == 0
+    trace = load_trace(path)
+    assert trace.manifest["level"] == 3 and len(trace.probe) > 0  # exports get the banks view
+    assert trace.manifest["sampling"]["timeline_level"] == 2  # the timeline stays level 2
+
+
 @pytest.mark.skipif(not NO_CUDA, reason="needs a machine without CUDA")
 def test_auto_falls_back_to_the_simulator_and_says_so(tmp_path, capsys):
     code, out, err = run(

@@ -11,11 +11,22 @@ import pytest
 
 from matviz.backends.contract import RunRequest, run
 from matviz.core import banks, registry
-from matviz.core.explain import TEMPLATES, Explanation, explain, fmt_ns, trace_facts
+from matviz.core.explain import (
+    TEMPLATES,
+    Explanation,
+    dram_floor_bytes,
+    explain,
+    fmt_ns,
+    measured_bytes,
+    trace_facts,
+    written_elements,
+)
 from matviz.core.explain_texts import LIMITERS
+from matviz.core.summary import summary_lines
 from matviz.core.timeline import BlockState, Timeline
 from matviz.core.trace import Trace
-from matviz.paths import I18N_DIR
+from matviz.core.trace_io import load_trace
+from matviz.paths import I18N_DIR, TRACE_DIR
 
 ZH_PATH = I18N_DIR / "zh_CN_explain.json"
 
@@ -267,7 +278,8 @@ def test_facts_of_a_simulated_trace(sim):
     occ = trace.manifest["occupancy"]
     assert f"{occ['blocks_per_sm']} blocks fit on one SM" in text
     assert f"limited by {LIMITERS[occ['limiter']]}" in text
-    assert "2.05 KB of shared memory" in text  # 2 x 16 x 16 x 4 B
+    assert "in 2048 B of shared memory" in text  # 2 x 16 x 16 x 4 B, in the lesson's unit
+    assert "KB" not in text.split("shared memory")[0].rsplit(".", 1)[-1]
     assert "free of bank conflicts" in text  # tiled, PAD 0: the probe's loads broadcast
 
 
@@ -389,3 +401,94 @@ def test_phase_names_come_from_the_description(monkeypatch):
     assert "fetch of k-tile" in fetch.title and fetch.numbers["phase"] == "fetch"
     fma = explain(trace, tl, block, time_in_state(tl, block, BlockState.COMPUTING))
     assert "(its fma phase)" in fma.body and "16 products" in fma.body
+
+
+# -- issue 10: numbers that mislead ----------------------------------------------------------
+def test_global_bytes_are_requests_and_the_dram_floor_is_shown():
+    """Item 4: the 8.59 GB of the naive kernel are what load instructions request; DRAM moves
+    far less, at least A, B and C once."""
+    naive = simulate("naive", 1024, 1024, 1024, tile=16, level=1)
+    tl = Timeline(naive)
+    e = explain(naive, tl, 5, int(naive.blocks["start"][5] + naive.blocks["end"][5]) // 2)
+    assert "load instructions request 8.59 GB" in e.body and "caches absorb" not in e.body
+    assert "(MK + KN + MN) × 4 B = 12.58 MB" in e.body
+    assert e.numbers["dram_floor_bytes"] == dram_floor_bytes(naive.config) == 3 * 1024**2 * 4
+    facts = " ".join(trace_facts(naive))
+    assert "the load instructions request 8.59 GB" in facts and "DRAM floor" in facts
+    assert "12.58 MB" in facts and "Measured with ncu" not in facts  # simulated: no ncu numbers
+    lines = "\n".join(summary_lines(naive))
+    assert "requested by load instructions" in lines and "DRAM floor" in lines
+    assert "loaded by the kernel" not in lines and "measured" not in lines
+    shared = explain(*(lambda t: (t, Timeline(t)))(simulate("tiled", 64, 64, 64, tile=16)), 0, 0)
+    assert "the load instructions request" in shared.body and "DRAM itself" in shared.body
+
+
+@pytest.mark.parametrize("path", sorted(TRACE_DIR.glob("*.mvz")), ids=lambda p: p.name)
+def test_bundled_recordings_carry_ncu_measurements(path):
+    """Item 4: DRAM and L2 bytes measured with ncu on the H200 are stored and shown."""
+    trace = load_trace(path)
+    measured = measured_bytes(trace.manifest)
+    assert measured is not None
+    assert measured["tool"].startswith("ncu --clock-control none")
+    assert 8_000_000 < measured["dram_read_bytes"] < 8_500_000  # about A + B = 8.39 MB
+    assert measured["dram_write_bytes"] == 0  # C stays in L2 at 1024^3
+    assert measured["l1_global_load_bytes"] == trace.manifest["global_bytes"]["issued"]
+    assert measured["dram_read_bytes"] < measured["l2_bytes"] <= measured["l1_global_load_bytes"]
+    bench = (TRACE_DIR.parent / "bench" / "h200_ncu_1024.txt").read_text()
+    assert f"{measured['l2_bytes']:,}" in bench and f"{measured['dram_read_bytes']:,}" in bench
+    facts = trace_facts(trace)
+    line = next(f for f in facts if f.startswith("Measured with ncu"))
+    mb = f"{measured['dram_read_bytes'] / 1e6:.2f} MB read from DRAM"
+    assert mb in line and f"{measured['l2_bytes'] / 1e6:.2f} MB through L2" in line
+    assert "A and B once: 8.39 MB" in line
+    assert any(s.startswith("measured   ncu") for s in summary_lines(trace))
+    zh = json.loads(ZH_PATH.read_text(encoding="utf-8"))
+    zh_line = trace_facts(trace, tr=lambda s: zh.get(s, s))
+    assert any("ncu" in f and "DRAM" in f and "实测" in f for f in zh_line)
+
+
+def test_done_text_counts_what_an_edge_block_really_wrote():
+    """Item 6: an edge block's threads do not each write an element."""
+    trace = simulate("tiled", 250, 300, 64, tile=16, level=2)
+    tl = Timeline(trace)
+    gx, gy = trace.grid
+    corner = trace.block_index(gx - 1, gy - 1)
+    e = explain(trace, tl, corner, trace.duration_ns)
+    assert e.numbers["state"] == "done"
+    assert written_elements(trace.config, gx - 1, gy - 1) == 10 * 12 == e.numbers["c_written"]
+    assert "only 120 of its 256 elements of C lie inside the 250×300 matrix" in e.body
+    assert "other 136 were skipped" in e.body and "256 elements of C once each" not in e.body
+    inner = explain(trace, tl, 0, trace.duration_ns)
+    assert "wrote the block's 256 elements of C once each" in inner.body
+    assert inner.numbers["c_written"] == 256
+    side = explain(trace, tl, trace.block_index(gx - 1, 0), trace.duration_ns)
+    assert "only 192 of its 256" in side.body  # 16 rows x 12 columns
+    zh = json.loads(ZH_PATH.read_text(encoding="utf-8"))
+    zh_e = explain(trace, tl, corner, trace.duration_ns, tr=lambda s: zh.get(s, s))
+    assert "边界线程块" in zh_e.body and "120" in zh_e.body and "136" in zh_e.body
+
+
+def test_register_tiling_edge_block_counts_its_c_tile():
+    trace = simulate("register_tiling_1d", 100, 100, 32, BM=64, BN=64, BK=8, TM=8, level=1)
+    tl = Timeline(trace)
+    last = len(trace.blocks) - 1
+    e = explain(trace, tl, last, trace.duration_ns)
+    assert "only 1296 of its 4096 elements" in e.body  # (100 - 64)^2 of a 64 x 64 tile
+
+
+def test_shared_memory_sizes_are_in_bytes():
+    """Item 8: 2048 B / 8192 B as the lesson writes them, not 2.05 KB / 8.19 KB."""
+    t16 = " ".join(trace_facts(simulate("tiled", 64, 64, 64, tile=16, pad=0, level=1)))
+    t32 = " ".join(trace_facts(simulate("tiled", 64, 64, 64, tile=32, pad=0, level=1)))
+    assert "in 2048 B of shared memory" in t16 and "in 8192 B of shared memory" in t32
+    assert "KB of shared memory" not in t16 + t32
+    padded = " ".join(trace_facts(simulate("tiled", 64, 64, 64, tile=32, pad=1, level=1)))
+    assert "in 8448 B of shared memory, of which 256 B is padding" in padded
+
+
+def test_measured_bytes_are_read_from_details_or_the_top_level():
+    numbers = {"dram_read_bytes": 1, "l2_bytes": 2, "l1_global_load_bytes": 3}
+    assert measured_bytes({"details": {"measured": numbers}}) == numbers  # schema 2
+    assert measured_bytes({"details": {}, "measured": numbers}) == numbers  # schema 1, migrated
+    assert measured_bytes({"details": {"command": "x"}}) is None
+    assert measured_bytes({"measured": {"dram_read_bytes": 1}}) is None  # incomplete: not shown

@@ -14,7 +14,7 @@ import numpy as np
 
 from matviz.core import access
 from matviz.core.config import KernelConfig
-from matviz.core.kernel import SharedArray
+from matviz.core.kernel import WARP, SharedArray
 
 K_AXIS = {"A": 1, "B": 0}  # k runs along A's columns and B's rows
 
@@ -101,4 +101,128 @@ def axis_map(cells: HeldCells, axis: int) -> tuple[int, int] | None:
         if deltas[g].tolist() == [1] and deltas[1 - g].tolist() == [0]:
             first = np.argwhere(written)[0]
             return g, int(coords[g][tuple(first)] - first[axis])
+    return None
+
+
+def store_warps(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str, np.ndarray]:
+    """Per shared array (rows, stride): the warp whose store writes each cell in k-step ``t``
+    (-1: no store writes it), from the store sites through :func:`access.lane_offsets`."""
+    out = {arr.name: np.full((arr.rows, arr.stride), -1, np.int64) for arr in config.shared}
+    for rs in config.sites:
+        if rs.site.kind != "store":
+            continue
+        arr = config.array(rs.site.array)
+        base = config.array_bases[arr.name]
+        per_lane = max(rs.site.width // arr.elem_bytes, 1)
+        for warp in range(config.warps):
+            for k in range(rs.repeat):
+                offsets = access.lane_offsets(config, rs.name, warp, k, block, t)
+                local = (offsets[offsets >= 0].astype(np.int64) - base) // arr.elem_bytes
+                for j in range(per_lane):
+                    r, c = np.divmod(local + j, arr.stride)
+                    out[arr.name][r, c] = warp
+    return out
+
+
+def store_phases(config: KernelConfig) -> set[str]:
+    """Names of the k-step phases in which some site stores to shared memory."""
+    return {rs.site.phase for rs in config.sites if rs.site.kind == "store"}
+
+
+def load_phases(config: KernelConfig) -> set[str]:
+    """Names of the k-step phases in which some site loads from shared memory."""
+    return {rs.site.phase for rs in config.sites if rs.site.kind == "load"}
+
+
+@dataclass(frozen=True)
+class ThreadReads:
+    """The shared cells one thread loads in one k-step, in program order.
+
+    ``order[name]`` (rows, stride): the position, among the thread's loads of the step, of the
+    first load that reads the cell (-1: never read); ``steps``: one entry per load of the
+    program, (array, row, col) or None where the lane does not access.
+    """
+
+    order: dict[str, np.ndarray]
+    steps: tuple[tuple[str, str, int, int] | None, ...]  # (site, array, row, col)
+
+    def read_cells(self, array: str) -> np.ndarray:
+        return self.order[array] >= 0
+
+    def now(self, fraction: float) -> dict[str, set[tuple[int, int]]]:
+        """The cells the thread reads at ``fraction`` of its compute phase: for each load site,
+        its latest instance at that point of the program."""
+        out: dict[str, set[tuple[int, int]]] = {name: set() for name in self.order}
+        if not self.steps:
+            return out
+        position = min(int(fraction * len(self.steps)), len(self.steps) - 1)
+        latest: dict[str, tuple[str, int, int]] = {}
+        for step in self.steps:  # every site lights up from the start: its first instance
+            if step is not None and step[0] not in latest:
+                latest[step[0]] = step[1:]
+        for step in self.steps[: position + 1]:
+            if step is not None:
+                latest[step[0]] = step[1:]
+        for array, r, c in latest.values():
+            out[array].add((r, c))
+        return out
+
+
+def thread_reads(
+    config: KernelConfig, tid: int, block: tuple[int, int], t: int, phase: str | None = None
+) -> ThreadReads:
+    """Which shared cells thread ``tid`` of ``block`` loads in k-step ``t`` (the load sites of
+    ``config.program``, optionally only those of ``phase``), from :func:`access.lane_offsets`."""
+    warp, lane = divmod(int(tid), WARP)
+    order = {arr.name: np.full((arr.rows, arr.stride), -1, np.int64) for arr in config.shared}
+    steps: list[tuple[str, str, int, int] | None] = []
+    for site, k in config.program:
+        rs = config.site(site)
+        if rs.site.kind != "load" or (phase is not None and rs.site.phase != phase):
+            continue
+        arr = config.array(rs.site.array)
+        offset = int(access.lane_offsets(config, site, warp, k, block, t)[lane])
+        if offset < 0:
+            steps.append(None)
+            continue
+        local = (offset - config.array_bases[arr.name]) // arr.elem_bytes
+        for j in range(max(rs.site.width // arr.elem_bytes, 1)):
+            r, c = divmod(local + j, arr.stride)
+            if order[arr.name][r, c] < 0:
+                order[arr.name][r, c] = len(steps)
+        steps.append((site, arr.name, *divmod(local, arr.stride)))
+    return ThreadReads(order, tuple(steps))
+
+
+def thread_of_element(
+    config: KernelConfig,
+    cells: dict[str, HeldCells],
+    block: tuple[int, int],
+    t: int,
+    row: int,
+    col: int,
+) -> int | None:
+    """The thread of ``block`` that computes C[row, col]: the one whose loads in k-step ``t``
+    read A's row ``row`` and B's column ``col`` (through the cells the stores filled)."""
+    for warp in range(config.warps):
+        reads_a = np.zeros(WARP, bool)
+        reads_b = np.zeros(WARP, bool)
+        for site, k in config.program:
+            rs = config.site(site)
+            if rs.site.kind != "load":
+                continue
+            held = cells[rs.site.array]
+            arr = held.array
+            offsets = access.lane_offsets(config, site, warp, k, block, t).astype(np.int64)
+            live = offsets >= 0
+            local = np.where(live, offsets - config.array_bases[arr.name], 0) // arr.elem_bytes
+            r, c = np.divmod(local, arr.stride)
+            live &= held.written[r, c]
+            if arr.source == "A":
+                reads_a |= live & (held.row[r, c] == row)
+            elif arr.source == "B":
+                reads_b |= live & (held.col[r, c] == col)
+        lanes = np.flatnonzero(reads_a & reads_b)
+        if len(lanes):
+            return warp * WARP + int(lanes[0])
     return None

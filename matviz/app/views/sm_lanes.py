@@ -26,6 +26,23 @@ ODD_SM_IDLE = 255  # code of an idle cell in an odd SM's rows (banded background
 PROGRESS_LEVELS = 64
 
 
+def wave_legend(waves: int) -> list[str]:
+    """One swatch per wave while the colours last; beyond that, what the colours cycle through.
+
+    With more waves than colours each colour lists its waves ("1, 10, 19, …") after a
+    "wave 1–63" heading, so the legend still covers every wave.
+    """
+    colors = palette.WAVE_COLORS
+    if waves <= len(colors):
+        return [palette.swatch(colors[w], tr("wave {w}").format(w=w + 1)) for w in range(waves)]
+    out = [tr("wave {w}").format(w=f"1–{waves}") + ":"]
+    for c, rgb in enumerate(colors):
+        numbers = list(range(c + 1, waves + 1, len(colors)))
+        shown = ", ".join(str(n) for n in numbers[:2]) + (", …" if len(numbers) > 2 else "")
+        out.append(palette.swatch(rgb, shown))
+    return out
+
+
 class SmLanesView(Retranslating, QWidget):
     """x = time (µs), y = (SM, slot) rows; bars coloured by SM wave or by k-tile progress."""
 
@@ -256,13 +273,7 @@ class SmLanesView(Retranslating, QWidget):
         n = len(trace.blocks)
         waves = int(self.wave.max()) + 1 if len(self.wave) else 0
         if self.mode == "wave":
-            swatches = [
-                palette.swatch(
-                    palette.WAVE_COLORS[w % len(palette.WAVE_COLORS)],
-                    tr("wave {w}").format(w=w + 1),
-                )
-                for w in range(min(waves, 9))
-            ]
+            swatches = wave_legend(waves)
         else:
             lut = palette.progress_lut(PROGRESS_LEVELS)
             swatches = [

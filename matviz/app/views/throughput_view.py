@@ -1,21 +1,62 @@
 """Throughput: GFLOP/s of every run against cuBLAS and the FP32 peak, and the in-kernel FLOP
-rate over time of the current trace with the playhead."""
+rate over time of the current trace with the playhead.
+
+Each run's tick label carries its number, kernel, parameters and size (M×N×K, or n³); labels are
+wrapped into short lines and thinned to what the plot's width holds (the newest run always
+keeps its label), and hovering a point shows all of a run's details. A plot too short for such
+labels shows the number and size only. The dashed cuBLAS line is
+the current trace's own baseline (its manifest's ``cublas_gflops``); the cuBLAS label sits at the
+left end of its line, under it, and the FP32-peak label above its own line, so they cannot collide.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QLabel, QWidget
 
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import metrics
+from matviz.core.runs import RunPoint
 
 H200 = {"name": "NVIDIA H200", "sm_count": 132, "clock_mhz": 1980, "fp32_fma_per_clk_per_sm": 128}
 CUBLAS_COLOR = (120, 60, 160)
 PEAK_COLOR = (90, 90, 90)
+LINE_CHARS = 12  # a tick label's lines are wrapped at about this many characters
+LABEL_GAP_PX = 10  # at least this much space between two tick labels
+HEADROOM = 1.15  # the runs plot's top, in FP32 peaks, at least
+
+
+def size_text(shape: tuple[int, int, int]) -> str:
+    """'1024³' for a cube, '4096×1024×512' otherwise."""
+    m, n, k = shape
+    return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
+
+
+def _wrap(words: list[str], width: int = LINE_CHARS) -> list[str]:
+    lines: list[str] = []
+    for word in words:
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def tick_label(index: int, run: RunPoint) -> str:
+    """Short lines: '#3 tiled', 'T32 P0 (sim)', '1024³'; a long kernel name breaks at '_'."""
+    name = run.kernel
+    head = [f"#{index + 1} {name}"]
+    if len(head[0]) > LINE_CHARS + 2 and "_" in name:
+        cut = name.rfind("_", 0, LINE_CHARS)
+        cut = cut if cut > 0 else name.find("_")
+        head = [f"#{index + 1} {name[: cut + 1]}", name[cut + 1 :]]
+    words = run.labels.split() + ([tr("(sim)")] if run.backend == "sim" else [])
+    return "\n".join(head + _wrap(words) + [size_text(run.shape)])
 
 
 def peak_gflops(device: dict | None) -> tuple[float, dict]:
@@ -48,10 +89,11 @@ class ThroughputView(Retranslating, QWidget):
             for axis in ("left", "bottom"):
                 plot.getAxis(axis).enableAutoSIPrefix(False)
         self.runs_plot.getViewBox().setMouseEnabled(False, False)
-        self.legend = self.runs_plot.addLegend(labelTextColor=palette.FOREGROUND)
-        # top left, above the points: the peak and cuBLAS lines carry their labels on the right
-        self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(10, 2))
-        self.runs_plot.getAxis("bottom").setHeight(62)  # two-line configuration labels
+        self.tick_font = QFont()
+        self.runs_plot.getAxis("bottom").setStyle(tickFont=self.tick_font)
+        self.ticks: list[tuple[float, str]] = []  # the tick labels drawn (thinned)
+        self.shown_runs: list[int] = []  # runs whose label and value are drawn
+        self.runs_plot.getViewBox().sigResized.connect(self._layout_runs)
         self.scatter: dict[str, pg.ScatterPlotItem] = {}
         for backend, style in palette.BACKEND_STYLE.items():
             item = pg.ScatterPlotItem(
@@ -62,9 +104,10 @@ class ThroughputView(Retranslating, QWidget):
             )
             self.runs_plot.addItem(item)
             self.scatter[backend] = item
-        self.cublas_line = self._hline(self.runs_plot, CUBLAS_COLOR)
-        # the peak is the top of the plot: its label goes below the line to stay in view
-        self.peak_line = self._hline(self.runs_plot, PEAK_COLOR, below=True)
+        # the peak's label sits above its line (the plot keeps room for it) and the cuBLAS
+        # label below its own, which is lower: they cannot collide, whatever the values
+        self.cublas_line = self._hline(self.runs_plot, CUBLAS_COLOR, below=True, left=True)
+        self.peak_line = self._hline(self.runs_plot, PEAK_COLOR)
         self.rate_peak_line = self._hline(self.rate_plot, PEAK_COLOR, below=True)
         self.rate_curve = self.rate_plot.plot(
             pen=pg.mkPen((31, 119, 180), width=2), fillLevel=0, brush=(31, 119, 180, 60)
@@ -74,6 +117,7 @@ class ThroughputView(Retranslating, QWidget):
         self._syncing = False
         self.playhead.sigPositionChanged.connect(self._on_drag)
 
+        self.canvas.scene().sigMouseMoved.connect(self._on_move)
         self.stack = palette.stacked(self, self.placeholder, self.title, (self.canvas, 1))
         session.traceChanged.connect(self.refresh)
         session.runsChanged.connect(self._draw_runs)
@@ -81,16 +125,25 @@ class ThroughputView(Retranslating, QWidget):
         self.refresh()
 
     @staticmethod
-    def _hline(plot: pg.PlotItem, color, below: bool = False) -> pg.InfiniteLine:
-        """A dashed reference line with its label right-aligned above (or below) it."""
-        anchor = (1, 0) if below else (1, 1)
+    def _hline(
+        plot: pg.PlotItem, color, below: bool = False, left: bool = False
+    ) -> pg.InfiniteLine:
+        """A dashed reference line with its label right-aligned (or left-aligned) above (or
+        below) it."""
+        anchor = (0 if left else 1, 0 if below else 1)
         line = pg.InfiniteLine(
             angle=0,
             movable=False,
             pen=pg.mkPen(color, width=1.5, style=Qt.DashLine),
             label="",
-            labelOpts={"position": 0.99, "color": color, "anchors": [anchor, anchor]},
+            labelOpts={
+                "position": 0.01 if left else 0.99,
+                "color": color,
+                "fill": (255, 255, 255, 235),  # readable over points and value labels
+                "anchors": [anchor, anchor],
+            },
         )
+        line.setZValue(30)  # its label stays readable over points and value labels
         plot.addItem(line, ignoreBounds=True)
         return line
 
@@ -114,41 +167,105 @@ class ThroughputView(Retranslating, QWidget):
 
     def _draw_runs(self) -> None:
         runs = self.session.runs
-        for text in self._value_texts:
-            self.runs_plot.removeItem(text)
-        self._value_texts.clear()
         for backend, item in self.scatter.items():
             idx = [i for i, r in enumerate(runs) if r.backend == backend]
             item.setData(idx, [runs[i].gflops for i in idx])
-        for i, run in enumerate(runs):
-            text = pg.TextItem(f"{run.gflops:,.0f}", color=palette.FOREGROUND, anchor=(0.5, 1.3))
-            text.setPos(i, run.gflops)
-            self.runs_plot.addItem(text)
-            self._value_texts.append(text)
-        step = max(1, -(-len(runs) // 8))  # at most ~8 tick labels
-        # one word per line: 'tiled_transposed' side by side would overrun its neighbours
-        ticks = [
-            (i, run.label.replace("_", "_\n", 1).replace(" ", "\n", 1))
-            for i, run in enumerate(runs)
-        ]
-        ticks = ticks[::step]
-        self.runs_plot.getAxis("bottom").setTicks([ticks])
-        self.runs_plot.setXRange(-0.6, max(len(runs), 1) - 0.4, padding=0)
-        self.runs_plot.setYRange(0, 1.15 * self.peak, padding=0)
+        self._layout_runs()
         self._update_lines()
         self.stack.setCurrentIndex(1 if runs or self.session.trace is not None else 0)
 
-    def _update_lines(self) -> None:
-        cublas = next(
-            (r.cublas_gflops for r in reversed(self.session.runs) if r.cublas_gflops), None
+    def _label_px(self, text: str) -> tuple[float, float]:
+        """Width and height in pixels of a multi-line tick label in the axis font."""
+        metrics_ = QFontMetrics(self.tick_font)
+        lines = text.split("\n")
+        return max(metrics_.horizontalAdvance(line) for line in lines), len(
+            lines
+        ) * metrics_.lineSpacing()
+
+    def _layout_runs(self, *_args) -> None:
+        """Thin the tick labels to what the plot's width holds, and widen the x range so the
+        outermost labels stay inside the axis (pyqtgraph drops a label that sticks out)."""
+        runs = self.session.runs
+        for text in self._value_texts:
+            self.runs_plot.removeItem(text)
+        self._value_texts.clear()
+        labels = [tick_label(i, run) for i, run in enumerate(runs)]
+        sizes = [self._label_px(text) for text in labels]
+        if max((h for _, h in sizes), default=0.0) > 0.5 * self.runs_plot.height():
+            # a short plot: number and size only, the rest is in the hover
+            labels = [f"#{i + 1}\n{size_text(run.shape)}" for i, run in enumerate(runs)]
+            sizes = [self._label_px(text) for text in labels]
+        label_w = max((w for w, _ in sizes), default=0.0) + LABEL_GAP_PX
+        label_h = max((h for _, h in sizes), default=0.0)
+        axis = self.runs_plot.getAxis("bottom")
+        axis.setHeight(int(label_h + 14))
+        width = max(self.runs_plot.getViewBox().width(), 1.0)
+        n = max(len(runs), 1)
+        margin = 0.6
+        if width > label_w:  # half a label beyond the first and last run
+            margin = max(margin, label_w * (n - 1) / (2 * (width - label_w)) + 0.05)
+        span = n - 1 + 2 * margin
+        step = max(1, int(np.ceil(label_w / (width / span)))) if runs else 1
+        self.shown_runs = sorted(range(len(runs) - 1, -1, -step))  # the newest keeps its label
+        self.ticks = [(float(i), labels[i]) for i in self.shown_runs]
+        axis.setTicks([self.ticks])
+        self.runs_plot.setXRange(-margin, n - 1 + margin, padding=0)
+        # room above the peak line for its label, however short the plot
+        height = max(self.runs_plot.getViewBox().height(), 1.0)
+        label_px = QFontMetrics(QFont()).height() + 8
+        top = self.peak / max(1.0 - label_px / height, 0.25)
+        self.runs_plot.setYRange(0, max(HEADROOM * self.peak, top), padding=0)
+        for i in self.shown_runs:
+            text = pg.TextItem(
+                f"{runs[i].gflops:,.0f}", color=palette.FOREGROUND, anchor=(0.5, 1.3)
+            )
+            text.setPos(i, runs[i].gflops)
+            self.runs_plot.addItem(text)
+            self._value_texts.append(text)
+
+    def describe_run(self, index: int) -> str:
+        """The hover text of one run: everything its short label leaves out."""
+        run = self.session.runs[index]
+        m, n, k = run.shape
+        text = tr("run #{i}: {kernel} {labels}, M×N×K = {m}×{n}×{k}, {source}").format(
+            i=index + 1,
+            kernel=run.kernel,
+            labels=run.labels,
+            m=m,
+            n=n,
+            k=k,
+            source=tr("simulated") if run.backend == "sim" else tr("recorded on a GPU"),
         )
+        text += "\n" + tr("{v:,.0f} GFLOP/s").format(v=run.gflops)
+        if run.cublas_gflops:
+            text += " · " + tr("{pct:.1f}% of cuBLAS at this size ({v:,.0f} GFLOP/s)").format(
+                pct=100 * run.gflops / run.cublas_gflops, v=run.cublas_gflops
+            )
+        return text
+
+    def _on_move(self, scene_pos) -> None:
+        vb = self.runs_plot.getViewBox()
+        runs = self.session.runs
+        if not runs or not vb.sceneBoundingRect().contains(scene_pos):
+            self.canvas.setToolTip("")
+            return
+        x = vb.mapSceneToView(QPointF(scene_pos)).x()
+        i = int(round(x))
+        self.canvas.setToolTip(
+            self.describe_run(i) if 0 <= i < len(runs) and abs(x - i) < 0.45 else ""
+        )
+
+    def _update_lines(self) -> None:
         trace = self.session.trace
-        if cublas is None and trace is not None:
+        cublas = None  # the current trace's own baseline, not the last run's
+        if trace is not None:
             cublas = trace.manifest["stats"].get("cublas_gflops")
         self.cublas_line.setVisible(bool(cublas))
         if cublas:
             self.cublas_line.setValue(cublas)
-            self.cublas_line.label.setFormat(tr("cuBLAS SGEMM: {v:,.0f} GFLOP/s").format(v=cublas))
+            self.cublas_line.label.setFormat(
+                tr("cuBLAS SGEMM at this size: {v:,.0f} GFLOP/s").format(v=cublas)
+            )
         peak, dev = peak_gflops(trace.manifest.get("device") if trace is not None else None)
         text = tr("FP32 peak: {v:,.0f} GFLOP/s = {sms} SMs × {fma} FMA/clk × 2 × {ghz:.2f} GHz")
         label = text.format(
@@ -158,6 +275,12 @@ class ThroughputView(Retranslating, QWidget):
             ghz=dev["clock_mhz"] / 1000,
         )
         short = tr("FP32 peak: {v:,.0f} GFLOP/s").format(v=peak)  # the formula would not fit
+        if trace is not None:
+            self.cublas_line.setToolTip(
+                tr("cuBLAS SGEMM at the current trace's size ({size})").format(
+                    size=size_text(trace.shape)
+                )
+            )
         for line in (self.peak_line, self.rate_peak_line):
             line.setValue(peak)
             line.label.setFormat(short)
@@ -186,15 +309,21 @@ class ThroughputView(Retranslating, QWidget):
         )
         self.rate_plot.setLabel("left", tr("GFLOP/s"))
         self.rate_plot.setLabel("bottom", tr("time since kernel start (µs)"))
-        self.legend.clear()
-        self.legend.addItem(self.scatter["cuda"], tr("recorded on a GPU"))
-        self.legend.addItem(self.scatter["sim"], tr("simulated"))
+        cuda, simulated = palette.BACKEND_STYLE["cuda"], palette.BACKEND_STYLE["sim"]
+        legend = (
+            f'<span style="color:{palette.hexcolor(cuda["brush"])}">&#9679;</span> '
+            + tr("recorded on a GPU")
+            + f' &nbsp; <span style="color:{palette.hexcolor(simulated["pen"])}">&#9671;</span> '
+            + tr("simulated")
+            + " &nbsp; "
+            + tr("(hover a point for its details)")
+        )
         trace = self.session.trace
         self.title.setText(
             f"{palette.config_text(trace)} · "
-            f"{palette.source_html(trace, self.session.source_label)}"
+            f"{palette.source_html(trace, self.session.source_label)}<br>{legend}"
             if trace is not None
-            else tr("No trace loaded")
+            else legend
         )
         self._update_lines()
 

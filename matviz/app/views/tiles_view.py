@@ -5,6 +5,13 @@ block's row of A and column of B are tinted, k-steps it already used darker, the
 playhead strongest. Right: the kernel's shared arrays (from its description) as they lie in
 shared memory, rows of cols + pad words, each cell labelled with the global element it holds
 (from the description's store sites; painted when a cell is big enough, hover always works).
+
+The shared arrays move with the playhead: during a phase with store sites the cells fill warp by
+warp (the fraction of the phase elapsed gives how many warps, in warp order, have stored, from
+the store sites per warp); during a phase with load sites the cells the selected thread reads in
+this k-step are tinted and the ones it reads at this point of the phase are strong (from the
+load sites of the program for that thread's warp and lane). Padding cells stay grey. The thread
+is picked with the spin box or by clicking an element of C.
 """
 
 from __future__ import annotations
@@ -13,19 +20,43 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QPen, QTransform
-from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QLabel, QWidget
+from PySide6.QtWidgets import (
+    QGraphicsPathItem,
+    QGraphicsRectItem,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QWidget,
+)
 
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
-from matviz.app.views.shared_cells import K_AXIS, HeldCells, axis_map, held_cells
+from matviz.app.views.shared_cells import (
+    K_AXIS,
+    HeldCells,
+    ThreadReads,
+    axis_map,
+    held_cells,
+    load_phases,
+    store_phases,
+    store_warps,
+    thread_of_element,
+    thread_reads,
+)
 from matviz.core import banks
+from matviz.core.kernel import WARP
 from matviz.core.timeline import BlockState, Timeline
 
 A_TINTS = ((236, 238, 242), (200, 220, 245), (120, 165, 225), (25, 95, 200))
 B_TINTS = ((236, 238, 242), (205, 238, 210), (125, 200, 140), (20, 140, 60))
 SMEM = {"A": (214, 230, 250), "B": (214, 242, 220)}
 ZERO, PAD_GREY = (255, 248, 215), (190, 190, 190)
+NOT_YET = (252, 252, 252)  # a cell no warp has stored yet in this load phase
+LATEST = {"A": (120, 165, 225), "B": (125, 200, 140)}  # cells the last warp shown just stored
+READ, READ_NOW = (255, 205, 130), (230, 90, 0)  # the selected thread's reads: this step, now
+# image codes of a shared array's cells
+FILLED, ZERO_CODE, PAD_CODE, EMPTY_CODE, LATEST_CODE, READ_CODE, NOW_CODE = range(7)
 MATRICES = {"B": (0, 1), "A": (1, 0), "C": (1, 1)}  # grid positions; shared arrays in column 2
 
 
@@ -40,11 +71,24 @@ class TilesView(Retranslating, QWidget):
         self.cells: dict[str, HeldCells] = {}  # the shared arrays' content as drawn
         self.smem_texts: dict[str, list[list[str]]] = {}
         self._rects: dict[str, QRectF] = {}  # A, B, C in element units
+        self.thread = 0  # the selected thread of the block (its reads light up)
+        self.mode = "full"  # "load": cells fill by warp; "compute": the thread's reads; "full"
+        self.fraction = 0.0  # of the phase at the playhead elapsed
+        self.warps_shown = 0  # in a load phase: warps whose stores are drawn
+        self.now_cells: dict[str, set[tuple[int, int]]] = {}  # the thread's reads now
+        self.reads: ThreadReads | None = None
+        self._warps: dict[str, np.ndarray] = {}  # which warp stores each cell
+        self._step_key: tuple | None = None
+        self._reads_key: tuple | None = None
 
         self.placeholder = QLabel(alignment=Qt.AlignCenter)
         self.title = QLabel(textFormat=Qt.RichText, wordWrap=True)
         self.caption = QLabel(textFormat=Qt.RichText, wordWrap=True)
         self.no_smem = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
+        self.thread_label = QLabel()
+        self.thread_box = QSpinBox()
+        self.thread_box.valueChanged.connect(self.set_thread)
+        self.activity = QLabel(textFormat=Qt.RichText, wordWrap=True)
         self.canvas = pg.GraphicsLayoutWidget()
         self.canvas.setBackground(palette.BACKGROUND)
         self.panels: dict[str, pg.PlotItem] = {}
@@ -52,7 +96,12 @@ class TilesView(Retranslating, QWidget):
         self.labels: dict[str, palette.CellLabels] = {}
         self.borders: dict[str, QGraphicsPathItem] = {}
         self.hatch: dict[str, QGraphicsRectItem] = {}
-        self.legend = self.canvas.addLabel(row=0, col=0, justify="left")
+        self.now_box: dict[str, QGraphicsRectItem] = {}  # outlines the cells read now
+        # beside the canvas, not in it: a tall legend in the canvas's grid made its row tall
+        # and squeezed the shared array below
+        self.legend = QLabel(textFormat=Qt.RichText, wordWrap=True)
+        self.legend.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        self.legend.setFixedWidth(190)
         for name, (r, c) in MATRICES.items():
             plot = self._add_panel(name, r, c)
             plot.hideAxis("left")
@@ -62,9 +111,17 @@ class TilesView(Retranslating, QWidget):
         for col, stretch in enumerate((2, 2, 4)):
             self.canvas.ci.layout.setColumnStretchFactor(col, stretch)
         self.canvas.scene().sigMouseMoved.connect(self._on_move)
+        self.canvas.scene().sigMouseClicked.connect(self._on_click)
 
+        body = QHBoxLayout()
+        body.addWidget(self.legend)
+        body.addWidget(self.canvas, 1)
+        row = QHBoxLayout()
+        row.addWidget(self.thread_label)
+        row.addWidget(self.thread_box)
+        row.addWidget(self.activity, 1)
         self.stack = palette.stacked(
-            self, self.placeholder, self.title, (self.canvas, 1), self.no_smem, self.caption
+            self, self.placeholder, self.title, row, body, self.no_smem, self.caption
         )
         session.traceChanged.connect(self.refresh)
         session.playheadChanged.connect(self._update)
@@ -105,7 +162,7 @@ class TilesView(Retranslating, QWidget):
             return
         for name in list(self.labels):
             self.canvas.removeItem(self.panels.pop(name))
-            for table in (self.images, self.borders, self.labels, self.hatch):
+            for table in (self.images, self.borders, self.labels, self.hatch, self.now_box):
                 table.pop(name)
         for row, name in enumerate(names):
             plot = self._add_panel(name, row, 2)
@@ -114,14 +171,29 @@ class TilesView(Retranslating, QWidget):
             self.hatch[name].setPen(QPen(Qt.NoPen))
             plot.addItem(self.labels[name])
             plot.addItem(self.hatch[name])
+            box = self.now_box[name] = QGraphicsRectItem()
+            pen = QPen(QColor(*READ_NOW))
+            pen.setWidthF(2.5)
+            pen.setCosmetic(True)  # visible however small the cells are drawn
+            box.setPen(pen)
+            box.setZValue(10)
+            plot.addItem(box)
 
     # -- session -> view ---------------------------------------------------------------------
     def refresh(self) -> None:
         trace = self.session.trace
         self.timeline = self.session.timeline
         self._drawn = None  # force a redraw
+        self._step_key = self._reads_key = None
         if trace is not None:
             self._shared_panels()
+            self.thread_box.blockSignals(True)
+            self.thread_box.setRange(0, self.config.threads - 1)
+            self.thread = min(self.thread, self.config.threads - 1)
+            self.thread_box.setValue(self.thread)
+            self.thread_box.blockSignals(False)
+            for widget in (self.thread_label, self.thread_box):
+                widget.setVisible(self.config.uses_shared)
             gx, gy = trace.grid
             n_k = self._n_k()
             rows, cols = self.config.launch.c_tile
@@ -151,7 +223,7 @@ class TilesView(Retranslating, QWidget):
 
     @staticmethod
     def _word_ticks(cols: int, pad: int) -> list[tuple[float, str]]:
-        return palette.index_ticks(cols, 8) + [(cols + i + 0.5, "pad") for i in range(pad)]
+        return palette.index_ticks(cols, 8) + [(cols + i + 0.5, tr("pad")) for i in range(pad)]
 
     def _update(self, *_args) -> None:
         """Cheap per frame: one block_phase call; images change only when the k-step does."""
@@ -165,6 +237,7 @@ class TilesView(Retranslating, QWidget):
         self.state = BlockState(int(state))
         if self.state == BlockState.DONE and self.config.n_steps:
             ktile = self.config.n_steps - 1  # the last k-step is still in shared memory
+        self._phase_progress(ktile)
         key = (self.session.selected_block, ktile)
         if key != self._drawn:
             self._drawn = key
@@ -172,7 +245,39 @@ class TilesView(Retranslating, QWidget):
             self._draw_matrices()
             self._draw_smem()
             self._update_texts()
+        else:
+            self._draw_smem()  # cheap unless the warps shown or the thread's reads changed
         self._update_title()
+
+    def _phase_progress(self, ktile: int) -> None:
+        """Mode and fraction of the phase elapsed at the playhead, from the block's marks."""
+        self.mode, self.fraction = "full", 0.0
+        config, block = self.config, self.session.selected_block
+        if not config.uses_shared or ktile < 0 or self.state == BlockState.DONE:
+            return
+        t = self.session.playhead_ns
+        phase, row = self.timeline.phase_at(block, t), self.timeline.phase_row(block)
+        if phase is None or row is None:
+            return
+        marks = self.session.trace.marks[row, ktile]
+        begin, end = int(marks[phase.begin]), int(marks[phase.end])
+        self.fraction = float(np.clip((t - begin) / max(end - begin, 1), 0.0, 1.0))
+        if phase.name in store_phases(config):
+            self.mode = "load"
+        elif phase.name in load_phases(config):
+            self.mode = "compute"
+
+    def set_thread(self, tid: int) -> None:
+        """Select thread ``tid`` of the block: its reads light up during compute."""
+        if self.session.trace is None:
+            return
+        tid = int(min(max(tid, 0), self.config.threads - 1))
+        self.thread = tid
+        if self.thread_box.value() != tid:
+            self.thread_box.setValue(tid)  # comes back here once, with nothing left to do
+            return
+        self._update()
+        self._update_activity()
 
     def _draw_matrices(self) -> None:
         gx, gy = self.session.trace.grid
@@ -195,17 +300,110 @@ class TilesView(Retranslating, QWidget):
             self.images[name].setRect(self._rects[name])  # scales the image it has now
 
     def _draw_smem(self) -> None:
-        self.cells = held_cells(self.config, self._block(), max(self.ktile, 0))
-        self.smem_texts = {}
+        config, block = self.config, self._block()
+        t = max(self.ktile, 0)
+        step_key = (block, t)
+        if step_key != self._step_key:
+            self._step_key = step_key
+            self.cells = held_cells(config, block, t)
+            self._warps = store_warps(config, block, t)
+            self.smem_texts = {}
+            for name, cells in self.cells.items():
+                rows, stride = cells.row.shape
+                texts = [[cells.text(r, c) for c in range(stride)] for r in range(rows)]
+                self.smem_texts[name] = texts
+                self.labels[name].set_texts(texts)
+        reads_key = (block, t, self.thread)
+        if reads_key != self._reads_key and config.uses_shared:
+            self._reads_key = reads_key
+            self.reads = thread_reads(config, self.thread, block, t)
+        self.warps_shown = config.warps
+        if self.mode == "load":
+            self.warps_shown = int(np.ceil(self.fraction * config.warps))
+        self.now_cells = {}
+        if self.mode == "compute" and self.reads is not None:
+            self.now_cells = self.reads.now(self.fraction)
         for name, cells in self.cells.items():
-            rows, stride = cells.row.shape
-            texts = [[cells.text(r, c) for c in range(stride)] for r in range(rows)]
-            codes = np.where(cells.written, np.where(cells.inside, 0, 1), 2).astype(np.uint8)
-            fill = SMEM.get(cells.array.source, SMEM["A"])
-            lut = np.array([(*fill, 255), (*ZERO, 255), (*PAD_GREY, 255)], np.uint8)
-            self.images[name].setImage(codes, lut=lut, levels=(0, 2), autoLevels=False)
-            self.smem_texts[name] = texts
-            self.labels[name].set_texts(texts)
+            self.images[name].setImage(
+                self.cell_codes(name), lut=self._lut(cells), levels=(0, 6), autoLevels=False
+            )
+            now = sorted(self.now_cells.get(name, ()))
+            box = self.now_box[name]
+            box.setVisible(bool(now))
+            if now:
+                rows, cols = [r for r, _ in now], [c for _, c in now]
+                box.setRect(
+                    min(cols), min(rows), max(cols) - min(cols) + 1, max(rows) - min(rows) + 1
+                )
+        self._update_activity()
+
+    @staticmethod
+    def _lut(cells: HeldCells) -> np.ndarray:
+        source = cells.array.source
+        colours = (
+            SMEM.get(source, SMEM["A"]), ZERO, PAD_GREY, NOT_YET,
+            LATEST.get(source, LATEST["A"]), READ, READ_NOW,
+        )  # fmt: skip
+        return np.array([(*c, 255) for c in colours], np.uint8)
+
+    def cell_codes(self, name: str) -> np.ndarray:
+        """The image codes of one shared array at the playhead (FILLED ... NOW_CODE)."""
+        cells = self.cells[name]
+        codes = np.where(cells.written, np.where(cells.inside, FILLED, ZERO_CODE), PAD_CODE)
+        codes = codes.astype(np.uint8)
+        if self.mode == "load":
+            warp = self._warps[name]
+            stored = warp >= 0
+            codes[stored & (warp >= self.warps_shown)] = EMPTY_CODE
+            codes[stored & (warp == self.warps_shown - 1)] = LATEST_CODE
+        elif self.mode == "compute" and self.reads is not None:
+            codes[self.reads.read_cells(name)] = READ_CODE
+            for r, c in self.now_cells.get(name, ()):
+                codes[r, c] = NOW_CODE
+        return codes
+
+    def _update_activity(self) -> None:
+        """One line on what the shared arrays show at the playhead."""
+        if self.session.trace is None or not self.config.uses_shared:
+            self.activity.setText("")
+            return
+        warp, lane = divmod(self.thread, WARP)
+        self.thread_box.setToolTip(
+            tr("thread {tid} of the block = warp {warp}, lane {lane}; click an element of C "
+               "to pick the thread that computes it").format(tid=self.thread, warp=warp,
+                                                             lane=lane)
+        )  # fmt: skip
+        if self.mode == "load":
+            n = self.config.warps
+            key = " ".join((
+                '<span style="color:#999; font-size:14pt">&#9633;</span>&nbsp;'
+                + tr("not stored yet (warps store in order)"),
+                palette.swatch(LATEST["A"], tr("stored by the last warp")),
+            ))  # fmt: skip
+            text = tr("storing the k-tile: warps 0–{last} of {n} have stored ({pct:.0f}% of "
+                      "the phase)").format(last=max(self.warps_shown - 1, 0), n=n,
+                                           pct=100 * self.fraction)  # fmt: skip
+            if self.warps_shown == 0:
+                text = tr("storing the k-tile: no warp has stored yet")
+            text = f"<b>{text}</b><br>{key}"
+        elif self.mode == "compute":
+            now = ", ".join(
+                f"{name}[{r}][{c}]" for name, cells in self.now_cells.items()
+                for r, c in sorted(cells)
+            )  # fmt: skip
+            text = tr("thread {tid} (warp {warp}, lane {lane}) reads {cells} now "
+                      "({pct:.0f}% of the phase)").format(tid=self.thread, warp=warp, lane=lane,
+                                                           cells=now, pct=100 * self.fraction)
+            text = "<b>{}</b><br>{} {}".format(
+                text,
+                palette.swatch(READ, tr("read by the selected thread in this k-tile")),
+                palette.swatch(READ_NOW, tr("read by it now")),
+            )
+        else:
+            text = tr("thread {tid} (warp {warp}, lane {lane})").format(
+                tid=self.thread, warp=warp, lane=lane
+            )
+        self.activity.setText(text)
 
     # -- hover -------------------------------------------------------------------------------
     def describe(self, array: str, r: int, c: int) -> str:
@@ -233,6 +431,30 @@ class TilesView(Retranslating, QWidget):
                 self.canvas.setToolTip(self.describe(arr.name, r, c) if inside else "")
                 return
         self.canvas.setToolTip("")
+
+    def _on_click(self, event) -> None:
+        if self.session.trace is None:
+            return
+        vb = self.panels["C"].getViewBox()
+        if vb.sceneBoundingRect().contains(event.scenePos()):
+            pos = vb.mapSceneToView(event.scenePos())
+            self.select_element(int(np.floor(pos.y())), int(np.floor(pos.x())))
+
+    def select_element(self, row: int, col: int) -> None:
+        """Select the block that computes C[row, col] and, in it, the thread that does."""
+        trace, config = self.session.trace, self.config
+        m, n, _ = trace.shape
+        if not (0 <= row < m and 0 <= col < n):
+            return
+        rows, cols = config.launch.c_tile
+        self.session.select_block(trace.block_index(col // cols, row // rows))
+        if not config.uses_shared:
+            return
+        block, t = self._block(), max(self.ktile, 0)
+        cells = held_cells(config, block, t)
+        tid = thread_of_element(config, cells, block, t, row, col)
+        if tid is not None:
+            self.set_thread(tid)
 
     # -- texts -------------------------------------------------------------------------------
     def _update_title(self) -> None:
@@ -309,7 +531,7 @@ class TilesView(Retranslating, QWidget):
         m, n, k = trace.shape
         for name, text in (("A", f"A ({m}×{k})"), ("B", f"B ({k}×{n})"), ("C", f"C ({m}×{n})")):
             self.panels[name].setTitle(text, color=palette.hexcolor(palette.FOREGROUND))
-        self.legend.setText("<br>".join(self._legend()), color=palette.hexcolor(palette.FOREGROUND))
+        self.legend.setText("<br>".join(self._legend()))
         self.no_smem.setVisible(not config.uses_shared)
         self.no_smem.setText(
             tr(
@@ -341,6 +563,7 @@ class TilesView(Retranslating, QWidget):
             )
             plot.setLabel("left", self._axis_text(cells, 0))
             plot.setLabel("bottom", self._axis_text(cells, 1))
+            plot.getAxis("bottom").setTicks([self._word_ticks(arr.cols, arr.pad)])  # 'pad
         padded = any(arr.pad for arr in config.shared)
         formulas = [f for f in (self._formula(self.cells[a.name]) for a in config.shared) if f]
         self.caption.setText(
@@ -358,6 +581,7 @@ class TilesView(Retranslating, QWidget):
 
     def retranslate(self) -> None:
         self.placeholder.setText(tr("No trace loaded"))
+        self.thread_label.setText(tr("Selected thread:"))
         if self.session.trace is not None:
             self._update_texts()
             self._update_title()

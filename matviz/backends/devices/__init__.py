@@ -1,9 +1,17 @@
 """GPU descriptions for the simulator: small JSON files a user can copy and edit.
 
 A device file holds the hardware limits occupancy needs, the rates the timing model scales
-(clock, FP32 FMA/clk, copy bandwidth, cuBLAS rate) and a ``model`` section with the simulator's
-fitted constants. :func:`load_device` reads one by bundled name (``"h200"``) or by path and
-checks it, so a bad file fails with one line instead of a KeyError deep in the simulator.
+(clock, FP32 FMA/clk, copy bandwidth), cuBLAS's FP32 rate and a ``model`` section with the
+simulator's fitted constants. :func:`load_device` reads one by bundled name (``"h200"``) or by
+path and checks it, so a bad file fails with one line instead of a KeyError deep in the
+simulator.
+
+cuBLAS: ``cublas_fp32_gflops_by_size`` maps a square edge n (as a string) to the GFLOP/s cuBLAS
+SGEMM reached at n×n×n on that GPU. "% of cuBLAS" compares a trace with cuBLAS at the trace's
+own shape, so :func:`cublas_gflops` interpolates the table linearly in log(2·M·N·K) (the FLOP
+count, which is what differs between shapes) between the two nearest measured sizes and holds
+the end values outside the measured range. A file without the table (older files) gives the one
+constant ``cublas_fp32_gflops`` for every shape; a file with both uses the table.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ INT_KEYS = (
 )
 NONNEGATIVE_INT_KEYS = ("smem_reserved_per_block",)
 FLOAT_KEYS = ("clock_mhz", "copy_bandwidth_gbs", "cublas_fp32_gflops")
+# cuBLAS FP32 GFLOP/s by square edge n; when present, "cublas_fp32_gflops" may be left out.
+CUBLAS_TABLE_KEY = "cublas_fp32_gflops_by_size"
 
 # The simulator's timing constants (matviz.backends.simulator documents each one).
 MODEL_KEYS = (
@@ -110,7 +120,10 @@ def check_device(data: Any, where: str) -> dict[str, Any]:
         raise MatvizError(f"{where}: expected a JSON object")
     if not isinstance(data.get("name"), str) or not data["name"].strip():
         raise MatvizError(f"{where}: 'name' must be a non-empty string")
+    _check_cublas_table(data, where)
     for key in (*INT_KEYS, *NONNEGATIVE_INT_KEYS, *FLOAT_KEYS):
+        if key == "cublas_fp32_gflops" and key not in data and CUBLAS_TABLE_KEY in data:
+            continue
         if key not in data:
             raise MatvizError(f"{where}: missing '{key}'")
         value = data[key]
@@ -132,6 +145,56 @@ def check_device(data: Any, where: str) -> dict[str, Any]:
             raise MatvizError(f"{where}: model '{key}' must be positive")
         model[key] = float(value)
     return data
+
+
+def _check_cublas_table(data: dict[str, Any], where: str) -> None:
+    """Check ``cublas_fp32_gflops_by_size`` (if present) and store it with sorted int-like keys."""
+    if CUBLAS_TABLE_KEY not in data:
+        return
+    table = data[CUBLAS_TABLE_KEY]
+    if not isinstance(table, dict) or not table:
+        raise MatvizError(
+            f"{where}: '{CUBLAS_TABLE_KEY}' must map square sizes to GFLOP/s, "
+            f'e.g. {{"1024": 37077}}'
+        )
+    points: dict[int, float] = {}
+    for size, value in table.items():
+        try:
+            n = int(str(size))
+        except ValueError:
+            n = 0
+        if n <= 0:
+            raise MatvizError(
+                f"{where}: '{CUBLAS_TABLE_KEY}' size {size!r} is not a positive whole number"
+            )
+        if not _number(value) or value <= 0:
+            raise MatvizError(
+                f"{where}: '{CUBLAS_TABLE_KEY}' at {n} must be a positive number (got {value!r})"
+            )
+        points[n] = float(value)
+    data[CUBLAS_TABLE_KEY] = {str(n): points[n] for n in sorted(points)}
+
+
+def cublas_gflops(device: Mapping[str, Any], M: int, N: int, K: int) -> float:
+    """cuBLAS FP32 GFLOP/s at M×N×K on ``device`` (a checked device description).
+
+    With a ``cublas_fp32_gflops_by_size`` table: linear in log(2·M·N·K) between the measured
+    square sizes around the shape, clamped to the smallest/largest measured size outside them.
+    Without one: the single ``cublas_fp32_gflops`` constant.
+    """
+    table = device.get(CUBLAS_TABLE_KEY)
+    if not table:
+        return float(device["cublas_fp32_gflops"])
+    points = sorted((math.log(2.0 * int(n) ** 3), float(g)) for n, g in table.items())
+    x = math.log(2.0 * M * N * K)
+    if x <= points[0][0]:
+        return points[0][1]
+    if x >= points[-1][0]:
+        return points[-1][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return points[-1][1]  # not reached
 
 
 def hardware(device: Mapping[str, Any]) -> dict[str, Any]:

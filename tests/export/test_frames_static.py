@@ -1,0 +1,102 @@
+"""Video frames are pictures: no input widgets, no mouse hints, and the last one is the end."""
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QLabel, QWidget
+
+from matviz import cli
+from matviz.app import export_render
+from matviz.app.export_render import HINT_WORDS, INPUT_WIDGETS, FrameRenderer, strip_hints
+from matviz.core.timeline import BlockState, Timeline
+from matviz.core.trace_io import load_trace
+
+
+def visible_inputs(renderer):
+    return [
+        type(w).__name__
+        for w in renderer.container.findChildren(QWidget)
+        if isinstance(w, INPUT_WIDGETS) and w.isVisible()
+    ]
+
+
+def visible_texts(renderer):
+    return [
+        w.text()
+        for w in renderer.container.findChildren(QLabel)
+        if w.isVisible() and w is not renderer.caption
+    ]
+
+
+def test_strip_hints_drops_the_sentences_that_ask_for_the_mouse():
+    en = (
+        "'0': outside the matrix (edge block). Hover a cell for its bank; zoom in "
+        "(mouse wheel) to read every cell."
+    )
+    assert strip_hints(en) == "'0': outside the matrix (edge block)."
+    zh = "'0'：超出矩阵范围（边界线程块）。鼠标悬停可查看所在 Bank；滚轮放大可看清每个格子。"
+    assert strip_hints(zh) == "'0'：超出矩阵范围（边界线程块）。"
+    kept = "A tile of 1.5 KB. Then 2.0 µs of compute."  # decimals do not end a sentence
+    assert strip_hints(kept) == kept
+    assert strip_hints("Click a block to select it. It turns red.") == "It turns red."
+    assert strip_hints("Drag the playhead.") == ""
+
+
+@pytest.mark.parametrize("views", [("all",), ("sm", "banks"), ("tiles",)])
+def test_frames_show_no_input_widgets_and_no_mouse_hints(trace, views, closes_its_windows):
+    renderer = FrameRenderer(trace, views, (640, 360), block=0)
+    try:
+        before = [
+            w
+            for w in renderer.container.findChildren(QWidget)
+            if isinstance(w, (QComboBox, QAbstractSpinBox))
+        ]
+        for t in (0, trace.duration_ns // 2, trace.duration_ns):
+            renderer.render(t)
+            assert visible_inputs(renderer) == []
+            texts = visible_texts(renderer)
+            hints = [s for s in texts if any(word in s.lower() for word in HINT_WORDS)]
+            assert hints == []
+        # each combo box's choice is still there to read, as a plain label
+        for combo in (w for w in before if isinstance(w, QComboBox)):
+            if combo.currentText():
+                assert combo.currentText() in texts
+    finally:
+        renderer.close()
+
+
+def test_the_sm_view_colour_choice_is_a_label_not_a_combo(trace, closes_its_windows):
+    renderer = FrameRenderer(trace, ("sm",), (640, 360), block=0)
+    try:
+        renderer.render(0)
+        combo = renderer.views["sm"].findChild(QComboBox)
+        assert combo is not None and combo.currentText() and not combo.isVisible()
+        assert combo.currentText() in visible_texts(renderer)
+    finally:
+        renderer.close()
+
+
+def test_the_last_frame_of_a_gif_is_the_kernel_finished(
+    mvz, no_leftovers, closes_its_windows, capsys, monkeypatch
+):
+    rendered = []
+    render = export_render.FrameRenderer.render
+
+    def recording(self, t_ns):
+        rendered.append((int(t_ns), self.caption_html(int(t_ns))))
+        return render(self, t_ns)
+
+    monkeypatch.setattr(export_render.FrameRenderer, "render", recording)
+    out = no_leftovers / "end.gif"
+    argv = ["export", mvz, "--fps", 4, "--duration", 1, "--size", "320x180", "-o", out]
+    assert cli.main([str(a) for a in argv]) == 0
+    capsys.readouterr()
+    trace = load_trace(mvz)
+    frames = iio.imread(out, index=None)
+    assert len(frames) == 4
+    t_last, caption = rendered[-1]  # the palette samples come first, then frames in order
+    assert t_last == trace.duration_ns
+    assert (Timeline(trace).states(t_last) == BlockState.DONE).all()
+    end = f"{trace.duration_ns / 1000:,.1f}"
+    assert f"<b>t = {end}</b> / {end} µs" in caption and "done" in caption
+    assert not np.array_equal(frames[0], frames[-1])
