@@ -14,7 +14,9 @@ from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence, QRes
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
+    QFrame,
     QMainWindow,
+    QScrollArea,
     QSplitter,
     QStackedWidget,
     QTabWidget,
@@ -30,6 +32,7 @@ from matviz.app.runner import Runner
 from matviz.app.session import Session
 from matviz.app.status_line import RecentFiles, StatusLine, config_label, source_label
 from matviz.app.views.banks_view import BanksView
+from matviz.app.views.diagnostics_view import DiagnosticsView
 from matviz.app.views.grid_view import GridView
 from matviz.app.views.sm_lanes import SmLanesView
 from matviz.app.views.throughput_view import ThroughputView
@@ -207,7 +210,15 @@ class MainWindow(Retranslating, QMainWindow):
         self.controls_dock.setWidget(self.controls)
         self.explain_dock = QDockWidget(self, objectName="explain")
         self.explain_dock.setWidget(self.explain)
-        for dock in (self.controls_dock, self.explain_dock):
+        # Barrier waits come from a separate level-3 run: a diagnostics panel of their own,
+        # never part of the timeline's views.
+        self.diagnostics = DiagnosticsView(self.session)
+        self.diagnostics_dock = QDockWidget(self, objectName="diagnostics")
+        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        scroll.setWidget(self.diagnostics)  # a short dock (1280x720) scrolls, never squeezes
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.diagnostics_dock.setWidget(scroll)
+        for dock in (self.controls_dock, self.explain_dock, self.diagnostics_dock):
             # closable: without it Qt disables the dock's View-menu toggle (which reopens it)
             dock.setFeatures(
                 QDockWidget.DockWidgetMovable
@@ -216,6 +227,9 @@ class MainWindow(Retranslating, QMainWindow):
             )
             # left, one above the other: the views need the width (right works as well)
             self.addDockWidget(Qt.LeftDockWidgetArea, dock)
+        # a tab beside the explanation: it takes no room from the views, the text stays in front
+        self.tabifyDockWidget(self.explain_dock, self.diagnostics_dock)
+        self.explain_dock.raise_()
 
     def _build_status_bar(self) -> None:
         self.status = StatusLine()
@@ -267,6 +281,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.view_menu.addSeparator()
         self.view_menu.addAction(self.controls_dock.toggleViewAction())
         self.view_menu.addAction(self.explain_dock.toggleViewAction())
+        self.view_menu.addAction(self.diagnostics_dock.toggleViewAction())
 
         self.playback_menu = bar.addMenu("")
         self.playback_menu.addActions(self.playback.actions_for_menu())
@@ -493,6 +508,7 @@ class MainWindow(Retranslating, QMainWindow):
         QTimer.singleShot(0, self.fit_grid)  # titles re-wrap in another language
         self.controls_dock.setWindowTitle(tr("Run"))
         self.explain_dock.setWindowTitle(tr("What is happening"))
+        self.diagnostics_dock.setWindowTitle(tr("Barrier waits (level-3 run)"))
         self._update_title()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802

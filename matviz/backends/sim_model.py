@@ -43,6 +43,7 @@ import numpy as np
 
 from matviz.core import access, banks
 from matviz.core.config import KernelConfig
+from matviz.core.instructions import vector_width
 from matviz.core.occupancy import Occupancy
 from matviz.core.trace import PROBE_DTYPE
 
@@ -126,52 +127,6 @@ def _site_costs(sites: _Sites, lds128_cost: float) -> dict[str, Any]:
 
 def _ratio(a: float, b: float) -> float:
     return float(a / b) if b else 1.0
-
-
-def vector_width(config: KernelConfig, site: str, records: list[np.ndarray] | None = None) -> int:
-    """Widest load (16, 8 bytes, else the site's own width) the compiler can use at ``site``.
-
-    The site's instances (its unrolled loops) can merge into vector loads of v instances when
-    they form chains in which, in every warp, each lane's next instance lies one element after
-    the last, every chain is a whole number of vectors long and starts aligned to the vector.
-    The chain need not follow k: kernel 04 reads As[row + r][k] for r < TM inside a k loop, and
-    ptxas merges the k direction. ptxas agrees (tests/core/test_sass.py): kernel 02's A-tile
-    load is LDS.128 at PAD 0 and 4, LDS.64 at PAD 2 and scalar at PAD 1; a load that walks a
-    column never merges. ``records``: every warp's ``access_records`` when the caller has them.
-    """
-    rs = config.site(site)
-    elem, repeat = rs.site.width, rs.repeat
-    if rs.site.kind != "load" or repeat < 2:
-        return elem
-    if records is None:
-        records = [access.access_records(config, w) for w in range(config.warps)]
-    row = {k: i for i, (name, k) in enumerate(config.program) if name == site}
-    # (repeat, warps * lanes): every lane's offset at each instance
-    offsets = np.stack([r["offsets"][[row[k] for k in range(repeat)]] for r in records], axis=1)
-    offsets = offsets.reshape(repeat, -1).astype(np.int64)
-    active = offsets[0] >= 0
-    if not active.any() or np.any((offsets >= 0) != active):
-        return elem
-    index = {offsets[k, active].tobytes(): k for k in range(repeat)}
-    after = [index.get((offsets[k, active] + elem).tobytes()) for k in range(repeat)]
-    has_before = {j for j in after if j is not None}
-    chains = []
-    for k in range(repeat):
-        if k in has_before:
-            continue
-        length, j = 1, after[k]
-        while j is not None and length <= repeat:
-            length, j = length + 1, after[j]
-        chains.append((k, length))
-    if sum(length for _, length in chains) != repeat:
-        return elem  # a cycle: not a layout any kernel has
-    for width in (16, 8):
-        v = width // elem
-        if v >= 2 and all(
-            length % v == 0 and np.all(offsets[k, active] % width == 0) for k, length in chains
-        ):
-            return width
-    return elem
 
 
 def max_exp_moments(scale: float, n: int) -> tuple[float, float]:

@@ -5,6 +5,13 @@ phase, lanes that touch the same 4-byte word share it (broadcast); distinct word
 serialise, so a phase costs as many wavefronts as its busiest bank has distinct words.
 
 ``offsets`` arrays have shape (..., 32): byte offsets per lane, negative (-1) for inactive lanes.
+
+One exception, measured with ``ncu`` on the H200
+(``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` per ``smsp__inst_executed_op_shared_ld``,
+kernel 02 at PAD 0 and 2, whose A-tile load is a warp-wide broadcast): a *warp-wide broadcast*
+(every active lane on one address) of 16 bytes costs 2 wavefronts, not the 4 phases above, and
+one of 8 bytes costs 1, not 2 (``BROADCAST_WAVEFRONTS``). A 4-byte broadcast costs 1 either way.
+Every other access follows the phase rule.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ N_BANKS = 32
 BANK_BYTES = 4
 WARP_SIZE = 32
 WIDTHS = (4, 8, 16)
+# Wavefronts of a warp-wide broadcast by width in bytes, measured with ncu on the H200.
+BROADCAST_WAVEFRONTS = {4: 1, 8: 1, 16: 2}
 
 
 def banks_of(offsets: ArrayLike) -> np.ndarray:
@@ -54,10 +63,23 @@ def _words_per_bank(offsets: ArrayLike, width: int) -> tuple[np.ndarray, tuple[i
     return counts.reshape(n, n_phases, N_BANKS), lead
 
 
+def warp_broadcast(offsets: ArrayLike) -> np.ndarray:
+    """Whether every active lane of each access reads one address (and one lane is active)."""
+    off = np.asarray(offsets, np.int64)
+    active = off >= 0
+    first = np.max(off, axis=-1, keepdims=True)  # any active lane's offset: all equal if any
+    same = np.all(~active | (off == first), axis=-1)
+    return same & active.any(axis=-1)
+
+
 def wavefronts(offsets: ArrayLike, width: int) -> np.ndarray:
-    """Shared-memory wavefronts each access needs: per phase the busiest bank, summed."""
+    """Shared-memory wavefronts each access needs: per phase the busiest bank, summed; a
+    warp-wide broadcast costs ``BROADCAST_WAVEFRONTS[width]`` (measured on the H200)."""
     counts, lead = _words_per_bank(offsets, width)
-    return counts.max(axis=2).sum(axis=1).reshape(lead)
+    phases = counts.max(axis=2).sum(axis=1)
+    broadcast = warp_broadcast(np.asarray(offsets, np.int64).reshape(-1, WARP_SIZE))
+    cost = np.where(broadcast, BROADCAST_WAVEFRONTS[int(width)], phases)
+    return cost.reshape(lead)
 
 
 def conflict_degree(offsets: ArrayLike, width: int) -> np.ndarray:

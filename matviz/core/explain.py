@@ -179,7 +179,7 @@ def explain(
     state, k = timeline.block_phase(block, t_ns)
     begin, stop = timeline.phase_span(block, t_ns)
     n = trace.n_tiles
-    in_phase = state in (BlockState.LOADING, BlockState.AT_BARRIER, BlockState.COMPUTING)
+    in_phase = state in (BlockState.LOADING, BlockState.COMPUTING)
     phase = timeline.phase_at(block, t_ns) if in_phase else None
     fill: dict[str, Any]  # the placeholders of one branch's template
     base = {"bx": bx, "by": by, "sm": sm, "t": k, "n": n, "threads": config.threads}
@@ -202,6 +202,7 @@ def explain(
         "step_depth": config.step_depth,
     }
     timed = True  # append txt.PHASE_TIME unless the text already gives the times
+    note = ""  # after the times: where the barrier waits are (another run, another panel)
 
     if state == BlockState.WAITING:
         resident = max(timeline.max_resident, 1)
@@ -217,28 +218,6 @@ def explain(
             nums["blocks_per_sm"] = int(occ["blocks_per_sm"])
         title, concept, timed = txt.TITLE_WAITING, txt.CONCEPT_WAITING, False
         nums |= {"wave": wave, "waves": waves, "start_ns": start}
-    elif phase is not None and state == BlockState.AT_BARRIER and phase.barrier >= 0:
-        at_barrier = timeline.waits_at(block, k)
-        assert at_barrier is not None  # the state exists only where waits were recorded
-        waits = at_barrier[:, phase.barrier]
-        slow = int(np.argmin(waits))  # the warp that arrived last waited least
-        others = np.delete(waits, slow)
-        mean = float(others.mean()) if len(others) else 0.0
-        fill = {"slow": slow, "others": len(others), "max_wait": fmt_ns(waits.max())}
-        fill |= {"mean_wait": fmt_ns(mean), **smem, **_which(phase, tr)}
-        loading = phase.phase.state == "loading"
-        if loading and _staged(config, phase):
-            template = txt.BARRIER_LOADING
-        elif not loading and config.uses_shared:
-            template = txt.BARRIER_COMPUTING
-        else:
-            template = txt.BARRIER_OTHER
-        text = tr(template).format(**base, **fill)
-        title = txt.TITLE_BARRIER
-        base["number"] = fill["number"]
-        concept = txt.CONCEPT_BARRIER_LOADING if loading else txt.CONCEPT_BARRIER_COMPUTING
-        nums |= {"phase": phase.name, "barrier": fill["number"], "slowest_warp": slow}
-        nums |= {"max_wait_ns": int(waits.max()), "mean_wait_ns": round(mean, 1)}
     elif phase is not None:  # loading or computing, in one of the description's phases
         staged = _staged(config, phase)
         if phase.phase.state == "loading" and staged:
@@ -255,6 +234,8 @@ def explain(
             after = txt.IN_PHASE_BARRIER
         if phase.barrier >= 0:
             text = _join(text, tr(after).format(**_which(phase, tr)))
+            if len(trace.warp_blocks):  # measured in the level-3 run: never on this time axis
+                note = tr(txt.WAITS_ELSEWHERE).format(**_which(phase, tr))
         title = txt.TITLE_PHASE
         loading = state == BlockState.LOADING
         concept = txt.CONCEPT_LOADING if loading else txt.CONCEPT_COMPUTING
@@ -302,11 +283,76 @@ def explain(
 
     if timed:
         text = _join(text, tr(txt.PHASE_TIME).format(**span))
+    if note:
+        text = _join(text, note)
     reuse, extra = _reuse(config, tr)
     nums |= extra
     paragraphs = [text, reuse, _edge(config, bx, by, tr)]
     body = "\n\n".join(p for p in paragraphs if p)
     return Explanation(tr(title).format(**base), body, tr(concept), nums)
+
+
+def diagnostics_slowdown_pct(trace: Trace) -> float | None:
+    """How much slower (%) the separate level-3 run that measured the barrier waits was than
+    the run the timeline comes from (its instrumented time where stored, else the plain one);
+    None when the trace does not say (simulated traces)."""
+    stats = trace.manifest.get("stats", {})
+    diag = stats.get("diagnostics_ms")
+    base = stats.get("instrumented_ms_median") or stats.get("time_ms_median")
+    if isinstance(diag, (int, float)) and isinstance(base, (int, float)) and base > 0:
+        return 100.0 * (diag / base - 1.0)
+    pct = stats.get("diagnostics_overhead_pct")
+    return float(pct) if isinstance(pct, (int, float)) else None
+
+
+@dataclass(frozen=True)
+class BarrierWaits:
+    """Per-warp waits at each barrier of one k-step of one block, from the level-3 run.
+
+    ``waits[w, i]`` is how long warp w waited at ``barriers[i]`` (ns); the warp that arrived
+    last waited least (``last[i]``). ``block`` is the block shown: the selected one when its
+    warps were sampled, else the nearest sampled block (``block != requested``).
+    """
+
+    requested: int
+    block: int
+    ktile: int
+    barriers: tuple[PhaseMarks, ...]
+    waits: np.ndarray
+    last: tuple[int, ...]
+    max_ns: tuple[int, ...]
+    mean_ns: tuple[float, ...]
+
+    @property
+    def substituted(self) -> bool:
+        return self.block != self.requested
+
+
+def barrier_waits(timeline: Timeline, block: int, ktile: int) -> BarrierWaits | None:
+    """The waits of ``block`` (or the nearest sampled block) at k-step ``ktile`` (clipped to the
+    trace's k-steps); None when no block's warps were sampled or the kernel has no barrier."""
+    trace = timeline.trace
+    barriers = tuple(
+        sorted((ph for ph in trace.layout.phases if ph.barrier >= 0), key=lambda ph: ph.barrier)
+    )
+    shown = timeline.nearest_warp_block(block)
+    if shown is None or not barriers or timeline.n_tiles <= 0:
+        return None
+    k = min(max(int(ktile), 0), timeline.n_tiles - 1)
+    found = timeline.waits_at(shown, k)
+    if found is None:
+        return None
+    waits = np.asarray(found)[:, [ph.barrier for ph in barriers]]
+    return BarrierWaits(
+        requested=int(block),
+        block=shown,
+        ktile=k,
+        barriers=barriers,
+        waits=waits,
+        last=tuple(int(np.argmin(waits[:, i])) for i in range(len(barriers))),
+        max_ns=tuple(int(waits[:, i].max()) for i in range(len(barriers))),
+        mean_ns=tuple(float(waits[:, i].mean()) for i in range(len(barriers))),
+    )
 
 
 def _shape_text(arr) -> str:

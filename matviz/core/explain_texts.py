@@ -7,7 +7,6 @@ same ``{placeholders}`` (a test checks both).
 # -- titles ---------------------------------------------------------------------------------
 TITLE_WAITING = "Block ({bx}, {by}): waiting"
 TITLE_PHASE = "Block ({bx}, {by}): {phase} of k-tile t = {t}"
-TITLE_BARRIER = "Block ({bx}, {by}): at barrier {number} of k-tile t = {t}"
 TITLE_DONE = "Block ({bx}, {by}): done"
 TITLE_RUNNING = "Block ({bx}, {by}): running"
 TITLE_PROLOGUE = "Block ({bx}, {by}): starting"
@@ -49,23 +48,6 @@ COMPUTING_BARRIER = (
 )
 IN_PHASE = "Block ({bx}, {by}) on SM {sm} is in the {phase} phase of k-tile t = {t} of {n}."
 IN_PHASE_BARRIER = "The phase ends at the {which} {barrier}."
-BARRIER_LOADING = (
-    "Block ({bx}, {by}) on SM {sm} waits at the {which} {barrier} of k-tile t = {t}, which "
-    "ends its {phase} phase: warp {slow} arrived last, and the other {others} warps waited up "
-    "to {max_wait} for it (on average {mean_wait}). The barrier opens only when every warp has "
-    "stored its part of {arrays}, so no thread reads an incomplete tile."
-)
-BARRIER_COMPUTING = (
-    "Block ({bx}, {by}) on SM {sm} waits at the {which} {barrier} of k-tile t = {t}, which "
-    "ends its {phase} phase: warp {slow} finished its multiply-adds last, and the other "
-    "{others} warps waited up to {max_wait} for it (on average {mean_wait}). The barrier stops "
-    "anyone overwriting {arrays} with the next tile while another warp still reads them."
-)
-BARRIER_OTHER = (
-    "Block ({bx}, {by}) on SM {sm} waits at the {which} {barrier} of k-tile t = {t}, which "
-    "ends its {phase} phase: warp {slow} arrived last, and the other {others} warps waited up "
-    "to {max_wait} for it (on average {mean_wait})."
-)
 DONE = (
     "Block ({bx}, {by}) finished at {end} after {run} on SM {sm}. Its {threads} threads wrote "
     "the block's {c_elems} elements of C once each, from sums kept in registers (§14)."
@@ -106,6 +88,11 @@ BETWEEN_STEPS = (
     "has not begun."
 )
 PHASE_TIME = "In this trace this phase lasts {dur}, from {begin} to {end}."
+# Barrier waits come from the separate level-3 run: said apart, never as part of this phase.
+WAITS_ELSEWHERE = (
+    "How long each warp waited at the {which} {barrier} was measured in a separate, slower "
+    "level-3 run, so it is not part of this timeline: the Barrier waits panel shows it."
+)
 
 # -- data reuse and edges ---------------------------------------------------------------------
 REUSE_SHARED = (
@@ -141,8 +128,6 @@ EDGE_SEP = "; "
 # -- lesson sections ------------------------------------------------------------------------
 CONCEPT_WAITING = "Lesson 8 §17: blocks per SM (occupancy) and waves"
 CONCEPT_LOADING = "Lesson 8 §8, §11: tiles into shared memory, the first __syncthreads"
-CONCEPT_BARRIER_LOADING = "Lesson 8 §11: the barrier after the tile loads"
-CONCEPT_BARRIER_COMPUTING = "Lesson 8 §12: the barrier after the multiply-adds"
 CONCEPT_COMPUTING = "Lesson 8 §12-14: multiply-add from shared memory, sum in a register"
 CONCEPT_DONE = "Lesson 8 §14: the result is written once"
 CONCEPT_RUNNING = "Lesson 8 §9-10: the k-tile loop"

@@ -5,13 +5,16 @@ walks its k-steps as the kernel's description lays them out (``Trace.layout``): 
 of marks is one sequence of steps, and each phase of a step runs from one of its marks to
 another. A block is in a phase's state (LOADING or COMPUTING) while the phase runs; when
 several channels are in flight (the copy of step t + 1 beside the compute of step t), the
-higher state wins: COMPUTING over AT_BARRIER over LOADING. In a chained channel (the last mark
+higher state wins: COMPUTING over LOADING. In a chained channel (the last mark
 of step t is the first of step t + 1) the instant between two steps already belongs to the
 next step's first phase, so the colour does not flicker. Before the first mark (prologue: row,
 col, sum = 0) and after the last (epilogue: the store to C) the block is RUNNING, as is a
-block without marks (sampled out, or a kernel without k-steps). Blocks with per-warp barrier
-waits are AT_BARRIER from the first warp's arrival (release - the longest wait) until the
-release, in any phase that a barrier ends.
+block without marks (sampled out, or a kernel without k-steps).
+
+Every state comes from this run's own marks and block times only. Per-warp barrier waits
+(``Trace.barrier_wait``) are measured in a separate level-3 run, which is much slower, so they
+are not on this time axis and never change a state: a phase that a barrier ends includes the
+wait at it. ``waits_at`` and ``nearest_warp_block`` hand them to the diagnostics panel.
 
 Per-frame work is proportional to the blocks alive at ``t`` (a few SMs' worth), not to the
 size of the mark arrays: the marks are searched only for resident blocks. Marks are assumed
@@ -34,7 +37,9 @@ from matviz.core.trace import Trace
 class BlockState(enum.IntEnum):
     WAITING = 0  # not started
     LOADING = 1  # issue <= t < loaded: copying A/B tiles to shared memory, incl. barrier 1
-    AT_BARRIER = 2  # first warp arrived at a barrier, not yet released (warp data only)
+    # Never produced: barrier waits come from another run (see the module docstring). The value
+    # stays reserved so state codes in files, colour tables and exports keep their meaning.
+    AT_BARRIER = 2
     COMPUTING = 3  # loaded <= t < computed
     DONE = 4  # t >= end
     RUNNING = 5  # started, not done, no per-tile phase at t
@@ -67,24 +72,11 @@ class Timeline:
             self._row[trace.phase_blocks[::-1]] = np.arange(len(trace.phase_blocks))[::-1]
         self._phased = self._row >= 0
 
-        # Warp arrival at each barrier: release - the longest wait, never before the phase.
-        n_rows = len(trace.phase_blocks)
-        self._warp_of_row = np.full(n_rows, -1, np.int64)
+        # Blocks whose warps' barrier waits were sampled (diagnostics only, another run).
         self._warp_row = np.full(self.n_blocks, -1, np.int64)
-        n_barriers = self.layout.n_barriers
-        self._arrive = np.zeros((0, max(self.n_tiles, 0), n_barriers), np.int64)
-        if self.n_tiles and len(trace.warp_blocks) and n_barriers:
+        if len(trace.warp_blocks):
             wb = trace.warp_blocks
             self._warp_row[wb[::-1]] = np.arange(len(wb))[::-1]
-            rows = self._row[wb]
-            self._warp_of_row[rows[::-1]] = np.arange(len(wb))[::-1]
-            wait = trace.barrier_wait.max(axis=2) if trace.barrier_wait.shape[2] else 0
-            barred = sorted((ph for ph in self.layout.phases if ph.barrier >= 0),
-                            key=lambda ph: ph.barrier)  # fmt: skip
-            marks = trace.marks[rows]
-            release = np.stack([marks[:, :, ph.end] for ph in barred], axis=-1)
-            floor = np.stack([marks[:, :, ph.begin] for ph in barred], axis=-1)
-            self._arrive = np.clip(release - wait, floor, release)
 
         self._frame: tuple[int, np.ndarray, np.ndarray] | None = None
         self._bounds: np.ndarray | None = None
@@ -112,6 +104,21 @@ class Timeline:
         if row is None or not 0 <= ktile < self.n_tiles:
             return None
         return self.trace.barrier_wait[row, ktile]
+
+    def nearest_warp_block(self, block: int) -> int | None:
+        """``block`` if its warps' barrier waits were sampled, else the sampled block nearest
+        to it in the grid (then the lower index); None when no block was sampled."""
+        if self._warp_row[block] >= 0:
+            return int(block)
+        wb = self.trace.warp_blocks
+        if not len(wb):
+            return None
+        b = self.trace.blocks
+        dist = np.abs(b["bx"][wb].astype(np.int64) - int(b["bx"][block])) + np.abs(
+            b["by"][wb].astype(np.int64) - int(b["by"][block])
+        )
+        best = np.flatnonzero(dist == dist.min())
+        return int(wb[best].min())
 
     def phase_at(self, block: int, t_ns: float):
         """The PhaseMarks that sets ``block``'s state at ``t_ns`` (None outside every phase)."""
@@ -154,7 +161,6 @@ class Timeline:
         rank = np.zeros(len(rows), np.int64)  # the winning phase's state value; 0: none yet
         ktile = np.full(len(rows), -1, np.int32)
         phase = np.full(len(rows), -1, np.int64)
-        warp = self._warp_of_row[rows]
         for c, channel in enumerate(layout.channels):
             k = self._count_started(rows, t, channel[0]) - 1
             step = np.maximum(k, 0)
@@ -171,14 +177,9 @@ class Timeline:
                     begin = self._mark(rows, at, ph.begin)
                     end = self._mark(rows, at, ph.end)
                     on = valid & (t < end) & ((t >= begin) | early)
-                    value = np.full(len(rows), _STATE_OF[ph.phase.state], np.int64)
-                    if ph.barrier >= 0:
-                        sel = np.flatnonzero(on & (warp >= 0))
-                        if len(sel):
-                            arrive = self._arrive[warp[sel], at[sel], ph.barrier]
-                            value[sel[t[sel] >= arrive]] = BlockState.AT_BARRIER
+                    value = _STATE_OF[ph.phase.state]
                     better = on & (value > rank)
-                    rank[better] = value[better]
+                    rank[better] = value
                     ktile[better] = at[better]
                     phase[better] = i
         state[rank > 0] = rank[rank > 0]
@@ -243,15 +244,10 @@ class Timeline:
     # -- boundaries and stepping -------------------------------------------------------------
     def _row_marks(self, row: int) -> np.ndarray:
         size = self.n_tiles * self.n_marks
-        marks = [self._marks[row * size : (row + 1) * size]]
-        warp = self._warp_of_row[row]
-        if warp >= 0:
-            marks.append(self._arrive[warp].ravel())
-        return np.concatenate(marks)
+        return self._marks[row * size : (row + 1) * size]
 
     def boundaries(self, block: int | None = None) -> np.ndarray:
-        """Sorted unique times (int64 ns) where a state may change: start, end, every mark and
-        barrier arrival.
+        """Sorted unique times (int64 ns) where a state may change: start, end, every mark.
 
         Marks are clipped into their block's [start, end]. The global set is cached.
         """
@@ -266,10 +262,6 @@ class Timeline:
             parts = [self._start, self._end]
             if self.n_tiles:
                 parts.append(np.clip(self.trace.marks, lo, hi).ravel())
-            if len(self._arrive):
-                wb = self.trace.warp_blocks
-                low, high = self._start[wb, None, None], self._end[wb, None, None]
-                parts.append(np.clip(self._arrive, low, high).ravel())
             self._bounds = _unique_times(parts)
         return self._bounds
 
@@ -305,16 +297,10 @@ class Timeline:
             rows, n = self._row[alive], self.n_tiles
             t_rows = np.full(len(rows), t, np.int64)
             cols = []
-            warp = self._warp_of_row[rows]
-            has = warp >= 0
             for channel in self.layout.channels:
                 k = self._count_started(rows, t_rows, channel[0], strict=direction < 0)
                 for step in (np.maximum(k - 1, 0), np.minimum(k, n - 1)):
                     cols += [self._mark(rows, step, m) for m in channel]
-                    if self._arrive.shape[-1]:
-                        arrive = np.repeat(cols[-1][:, None], self._arrive.shape[-1], axis=1)
-                        arrive[has] = self._arrive[warp[has], step[has]]  # stand-in: a real mark
-                        cols += list(arrive.T)
             marks = np.clip(np.column_stack(cols), self._start[alive, None], None)
             pool.append(np.minimum(marks, self._end[alive, None]).ravel())
         times = np.concatenate(pool)

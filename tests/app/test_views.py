@@ -99,7 +99,7 @@ def test_every_view_draws_a_trace(views, session):
     assert not uniform(tiles.images["A"].image) and not uniform(tiles.images["C"].image)
     banks = views[BanksView]
     assert banks.image.image is not None and not uniform(banks.image.image)
-    assert banks.sites.count() == len(trace.probe)
+    assert banks.sites.count() == 2 + 8 + 32  # two STS, 8 LDS.128 of As, 32 LDS of Bs
     rate = views[ThroughputView].rate_curve.getData()[1]
     assert len(rate) > 10 and rate.max() > 0
 
@@ -316,6 +316,52 @@ def test_banks_site_selector_drives_the_session(views, session):
     assert banks.sites.currentIndex() == 1 and banks.conflict_degree == 1
 
 
+def test_banks_lists_the_instructions_ptxas_emits(views, session):
+    """Issue 10, item 5: kernel 02 at PAD 0 reads As with 8 LDS.128 per k-tile, not 32 LDS."""
+    session.set_trace(sim("tiled", 256, 32, 0))
+    banks = views[BanksView]
+    assert banks.sites.count() == 2 + 8 + 32
+    assert "ld_As k=0–3 · LDS.128 (1 of 8 per k-tile)" in banks.sites.itemText(2)
+    banks.sites.setCurrentIndex(2)
+    ld = banks.instruction()
+    assert (ld.site, ld.opcode, ld.ks) == ("ld_As", "LDS.128", (0, 1, 2, 3))
+    assert session.probe_row == ld.rows[0]  # the session keeps the first access's row
+    assert banks.wavefronts == 2 and banks.conflict_degree == 1  # a broadcast, as ncu measured
+    text = banks.summary.text()
+    assert "ptxas reads As with 8 LDS.128 per k-tile (32 k steps), 2 wavefronts each" in text
+    assert "warp-wide broadcast" in text
+    drawn = banks.image.image > 0
+    assert drawn.sum() == 4 and drawn[0, :4].all()  # one 16-byte vector: 4 words, 4 banks
+    session.set_probe_row(ld.rows[2])  # an access inside the vector selects its instruction
+    assert banks.sites.currentIndex() == 2
+    note = banks.note.text()
+    assert "What PAD 1 changes against PAD 0" in note and "ld_As: 8 LDS.128 → 32 LDS" in note
+    assert "In all: 42 → 66 shared-memory instructions" in note
+    assert "1.16 per STS at T=32" in note and "not known" in note
+
+
+@pytest.mark.parametrize(("kernel", "tile", "pad", "expected"), [
+    ("tiled", 32, 1, ["ld_As: 8 LDS.128 → 32 LDS", "132 bytes", "(-21%)"]),
+    ("tiled_transposed", 32, 1, ["st_As: 32-way → 1-way, 32 → 1 wavefronts", "(+36%)"]),
+    ("tiled", 16, 1, ["st_As: 1-way → 2-way", "Padding itself causes this conflict",
+                      "lanes 0 and 31 access As[0][0] and As[1][15]"]),
+    ("tiled_transposed", 32, 2, ["st_As: 32-way → 2-way", "Padding leaves a conflict"]),
+    ("tiled_transposed", 32, 4, ["st_As: 32-way → 4-way", "Padding leaves a conflict"]),
+])  # fmt: skip
+def test_banks_explains_what_padding_changes(views, session, kernel, tile, pad, expected):
+    session.set_trace(sim(kernel, 256, tile, pad))
+    note = views[BanksView].note.text()
+    assert f"What PAD {pad} changes against PAD 0" in note
+    for part in expected:
+        assert part in note, (part, note)
+
+
+def test_banks_explains_nothing_about_padding_without_a_pad_parameter(views, session):
+    session.set_trace(simulate("register_tiling_1d", 256, 256, 256, level=2))
+    note = views[BanksView].note.text()
+    assert "PAD" not in note and "1.16 per STS" in note
+
+
 # -- throughput ------------------------------------------------------------------------------
 def test_throughput_gains_a_point_per_run(views, session):
     view = views[ThroughputView]
@@ -356,7 +402,7 @@ def test_views_survive_a_naive_trace(views, session):
     session.set_trace(sim("tiled", 512, 32, 0, level=1))  # phases but no probe: the model
     banks = views[BanksView]
     assert banks.stack.currentIndex() == 1 and banks.source == "model"
-    assert "model" in banks.summary.text() and banks.sites.count() == 64 + 2
+    assert "model" in banks.summary.text() and banks.sites.count() == 8 + 32 + 2  # LDS.128
 
 
 def visible_text(view) -> str:
@@ -384,6 +430,8 @@ def test_language_switch_changes_labels(qtbot, views, session, loaded):
 
 def test_every_view_string_is_translated():
     table = json.loads((i18n.I18N_DIR / "zh_CN_views.json").read_text(encoding="utf-8"))
+    table |= json.loads((i18n.I18N_DIR / "zh_CN_banks.json").read_text(encoding="utf-8"))
+    table |= json.loads((i18n.I18N_DIR / "zh_CN_diagnostics.json").read_text(encoding="utf-8"))
     used = set(palette.STATE_NAMES.values())
     for path in VIEWS_DIR.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -392,7 +440,10 @@ def test_every_view_string_is_translated():
                 if isinstance(arg, ast.Constant):
                     used.add(arg.value)
     missing = sorted(used - set(table))
-    assert not missing, f"add to zh_CN_views.json: {missing}"
+    assert not missing, (
+        "add to zh_CN_views.json (banks view: zh_CN_banks.json, barrier waits: "
+        f"zh_CN_diagnostics.json): {missing}"
+    )
     fields = re.compile(r"\{[^}]*\}")
     for source in used:
         assert sorted(fields.findall(source)) == sorted(fields.findall(table[source])), source
@@ -541,8 +592,9 @@ def test_tiles_light_up_what_the_selected_thread_reads(views, session, kernel, p
     for name, site in (("As", "ld_As"), ("Bs", "ld_Bs")):
         expected = set(_cells_of(config, site, tid, bx_by, 3))
         codes = tiles.images[name].image
-        lit = {tuple(map(int, rc)) for rc in np.argwhere(np.isin(codes, (tv.READ_CODE,
-                                                                         tv.NOW_CODE)))}
+        lit = {
+            tuple(map(int, rc)) for rc in np.argwhere(np.isin(codes, (tv.READ_CODE, tv.NOW_CODE)))
+        }
         assert lit == expected
         now = {tuple(map(int, rc)) for rc in np.argwhere(codes == tv.NOW_CODE)}
         assert len(now) == 1 and now <= expected
@@ -605,13 +657,16 @@ def test_banks_for_a_kernel_with_a_large_block(qtbot, views, session):
     session.set_trace(trace)
     banks = views[BanksView]
     assert banks.warp_box.maximum() == 15 and banks.source == "model"
-    assert banks.sites.count() == len(trace.config.program)
+    # ld_As (As[row + r][k], r < TM) merges along k into LDS.128: BK * TM / 4 of them
+    config = trace.config
+    ld_as = config.site("ld_As").repeat // 4
+    assert banks.sites.count() == len(config.program) - config.site("ld_As").repeat + ld_as
     i18n.set_language("zh_CN")
     banks.sites.setCurrentIndex(1)  # the trace has no probe: the view keeps the row itself
-    assert banks.records[banks._row()]["site"] == "st_Bs" and "st_Bs" in banks.sites.itemText(1)
-    ld = next(i for i, r in enumerate(banks.records) if r["site"] == "ld_Bs")
+    assert banks.instruction().site == "st_Bs" and "st_Bs" in banks.sites.itemText(1)
+    ld = next(i for i, ins in enumerate(banks.instrs) if ins.site == "ld_Bs")
     banks.sites.setCurrentIndex(ld)
-    assert banks.records[banks._row()]["site"] == "ld_Bs"
+    assert banks.instruction().site == "ld_Bs"
     banks.sites.setCurrentIndex(1)
     qtbot.waitUntil(lambda: "无 bank 冲突（1 路）" in banks.summary.text())
     assert banks.conflict_degree == 1

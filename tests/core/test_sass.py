@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matviz.backends.sim_model import vector_width
+from matviz.core.instructions import vector_width
 from matviz.core.registry import get_kernel, kernels
 from matviz.errors import MatvizError
 from matviz.toolchain import sass
@@ -38,7 +38,7 @@ def test_naive_instrumented_loop_is_scheduled_as_at_level_0(tile: int, level: in
     [(k.name, params) for k in kernels().values() if k.sites for params in k.configurations()],
     ids=str,
 )
-def test_shared_load_widths_are_what_the_simulator_assumes(kernel: str, params: dict) -> None:
+def test_shared_load_widths_are_what_the_model_assumes(kernel: str, params: dict) -> None:
     config = get_kernel(kernel).configure(params, 64, 64, 64)
     widths = sass.shared_load_widths(sass.sass(config, 0))
     loads = [rs.name for rs in config.sites if rs.site.kind == "load"]

@@ -1,7 +1,11 @@
-"""Shared-memory banks hit by one warp access: 32 banks across, the words of a bank stacked.
+"""Shared-memory banks hit by one warp instruction: 32 banks across, the words of a bank stacked.
 
-Lanes reading one word share it (broadcast); every further distinct word in a bank is one
-more pass, so an n-way conflict is a column n cells tall.
+The view lists the shared-memory instructions ptxas emits (:mod:`matviz.core.instructions`):
+consecutive loads of a row merge into LDS.64 / LDS.128 where the layout allows it, so kernel 02
+at PAD 0 reads As with 8 LDS.128 per k-tile, not 32 scalar loads. Lanes reading one word share
+it (broadcast); every further distinct word in a bank is one more pass, so an n-way conflict is
+a column n cells tall. Wavefronts follow :func:`matviz.core.banks.wavefronts`, with the
+warp-wide broadcast rule measured on the H200.
 
 The view follows the selected block, a warp picked here, and the k-tile of that block at the
 playhead. Its accesses come from the level-3 probe when the probe recorded exactly that block,
@@ -20,9 +24,28 @@ from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import access, banks
+from matviz.core import instructions as ins
 from matviz.core.trace import PROBE_DTYPE
+from matviz.paths import RESOURCE_DIR
+
+MEASURED_4096 = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"
 
 MAX_STACK = 32  # a 4-byte access can stack at most 32 words in one bank
+PAD = "pad"  # the parameter that adds padding columns to the shared arrays, where a kernel has it
+
+
+def measured_gflops(kernel: str, params: dict) -> float | None:
+    """GFLOP/s the bundled H200 benchmark (4096³) measured for this configuration, if any."""
+    import json
+
+    try:
+        rows = json.loads(MEASURED_4096.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for row in rows:
+        if row.get("kernel") == kernel and row.get("params") == params:
+            return float(row["gflops"])
+    return None
 
 
 def lanes_text(lanes: list[int]) -> str:
@@ -40,20 +63,26 @@ class BanksView(Retranslating, QWidget):
         self.wavefronts = 0
         self.ideal_wavefronts = 0
         self.cells: dict[tuple[int, int], tuple[int, list[int]]] = {}  # (bank, level) -> word
-        self.records = np.zeros(0, PROBE_DTYPE)  # the accesses shown, in program order
+        self.records = np.zeros(0, PROBE_DTYPE)  # the warp's accesses, in program order
+        self.instrs: list[ins.Instruction] = []  # ... as the instructions ptxas emits
+        self.plan: dict | None = None  # instructions.plan of the trace's configuration
+        self._changes: tuple = (None, [])  # (key, instructions.compare) of padding_text
         self.source = ""  # "probe" (recorded on the GPU) or "model"
         self.key: tuple | None = None  # (block, warp, k-tile) shown
-        self.row = 0  # the access shown (the session keeps it too where its probe has the row)
+        self.row = 0  # the instruction shown (the session keeps its first access row)
 
         self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
         self.title = QLabel(textFormat=Qt.RichText, wordWrap=True)
         self.site_label = QLabel()
         self.sites = QComboBox()
+        self.sites.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.sites.setMinimumContentsLength(24)  # long instruction texts must not widen the view
         self.sites.currentIndexChanged.connect(self._on_site)
         self.warp_label = QLabel()
         self.warp_box = QSpinBox()
         self.warp_box.valueChanged.connect(self._on_warp)
         self.summary = QLabel(textFormat=Qt.RichText, wordWrap=True)
+        self.note = QLabel(textFormat=Qt.RichText, wordWrap=True)  # padding, measured stores
         self.plot = palette.make_plot()
         item = self.plot.getPlotItem()
         item.getViewBox().setMouseEnabled(False, False)
@@ -72,7 +101,7 @@ class BanksView(Retranslating, QWidget):
         row.addWidget(self.warp_label)
         row.addWidget(self.warp_box)
         self.stack = palette.stacked(
-            self, self.placeholder, self.title, row, self.summary, (self.plot, 1)
+            self, self.placeholder, self.title, row, self.summary, (self.plot, 1), self.note
         )
 
         self.plot.scene().sigMouseMoved.connect(self._on_move)
@@ -94,8 +123,10 @@ class BanksView(Retranslating, QWidget):
             return None
         probe = trace.manifest.get("sampling", {}).get("probe") or {}
         bx, by = probe.get("block", (0, 0))
-        return trace.block_index(int(bx), int(by)), int(probe.get("warp", 0)), int(
-            probe.get("ktile", 0)
+        return (
+            trace.block_index(int(bx), int(by)),
+            int(probe.get("warp", 0)),
+            int(probe.get("ktile", 0)),
         )
 
     def _ktile(self) -> int:
@@ -116,27 +147,31 @@ class BanksView(Retranslating, QWidget):
         trace = self.session.trace
         self.key = self._current_key()
         block, warp, ktile = self.key
+        if self.plan is None:
+            self.plan = ins.plan(trace.config)
         if self.key == self._probe_key() and not trace.is_simulated:
             self.records, self.source = trace.probe, "probe"
-            return
-        b = trace.blocks[block]
-        self.records = access.access_records(
-            trace.config, warp, (int(b["bx"]), int(b["by"])), ktile
-        )
-        self.source = "model"
+        else:
+            b = trace.blocks[block]
+            self.records = access.access_records(
+                trace.config, warp, (int(b["bx"]), int(b["by"])), ktile
+            )
+            self.source = "model"
+        self.instrs = ins.instructions(trace.config, self.records, self.plan)
 
     def _fill_sites(self) -> None:
         self.sites.blockSignals(True)
         self.sites.clear()
-        if len(self.records):
-            self.sites.addItems([self.site_text(row) for row in range(len(self.records))])
+        if self.instrs:
+            self.sites.addItems([self.site_text(row) for row in range(len(self.instrs))])
             self.sites.setCurrentIndex(self._row())
         self.sites.blockSignals(False)
 
     def refresh(self) -> None:
         self.key = None
-        self.row = self.session.probe_row
+        self.plan = None
         self.records = np.zeros(0, PROBE_DTYPE)
+        self.instrs = []
         trace = self.session.trace
         if self.has_probe():
             self.warp_box.blockSignals(True)
@@ -145,6 +180,7 @@ class BanksView(Retranslating, QWidget):
             self.warp_box.setValue(probe[1] if probe else 0)
             self.warp_box.blockSignals(False)
             self._load_records()
+        self.row = self._instruction_of(self.session.probe_row)
         self._fill_sites()
         self._draw()
         self.stack.setCurrentIndex(1 if self.has_probe() else 0)
@@ -162,22 +198,34 @@ class BanksView(Retranslating, QWidget):
     def _on_warp(self, _warp: int) -> None:
         self._follow()
 
+    def _instruction_of(self, record_row: int) -> int:
+        """The instruction that covers access record ``record_row`` (0 if none)."""
+        for i, instr in enumerate(self.instrs):
+            if record_row in instr.rows:
+                return i
+        return 0
+
     def _on_probe_row(self, row: int) -> None:
-        self.row = row
+        self.row = self._instruction_of(row)
         self.sites.blockSignals(True)
-        self.sites.setCurrentIndex(row)
+        self.sites.setCurrentIndex(self._row())
         self.sites.blockSignals(False)
         self._draw()
         self._update_texts()
 
     def _row(self) -> int:
-        return min(max(self.row, 0), max(len(self.records) - 1, 0))
+        return min(max(self.row, 0), max(len(self.instrs) - 1, 0))
+
+    def instruction(self) -> ins.Instruction | None:
+        """The instruction shown (None without one)."""
+        return self.instrs[self._row()] if self.instrs else None
 
     def _on_site(self, index: int) -> None:
-        if index < 0:
+        if index < 0 or index >= len(self.instrs):
             return
         self.row = index
-        self.session.set_probe_row(index)  # refused where the trace's probe has fewer rows
+        # the session keeps the access row; refused where the trace's probe has fewer rows
+        self.session.set_probe_row(self.instrs[index].rows[0])
         self._draw()
         self._update_texts()
 
@@ -185,15 +233,14 @@ class BanksView(Retranslating, QWidget):
         self.cells.clear()
         self.labels.set_texts([])
         self.conflict_degree = self.wavefronts = self.ideal_wavefronts = 0
-        if not self.has_probe() or not len(self.records):
+        instr = self.instruction()
+        if not self.has_probe() or instr is None:
             self.image.clear()
             return
-        rec = self.records[self._row()]
-        offsets, width = np.asarray(rec["offsets"], np.int64), int(rec["width"])
-        self.conflict_degree = int(banks.conflict_degree(offsets, width))
-        self.wavefronts = int(banks.wavefronts(offsets, width))
-        phases = (offsets >= 0).reshape(width // 4, -1).any(axis=1)
-        self.ideal_wavefronts = int(phases.sum())
+        offsets, width = instr.offsets, instr.width
+        self.conflict_degree = instr.conflict_degree
+        self.wavefronts = instr.wavefronts
+        self.ideal_wavefronts = instr.ideal_wavefronts
         lanes_of: dict[int, list[int]] = {}
         for lane in np.flatnonzero(offsets >= 0):
             for w in range(width // banks.BANK_BYTES):
@@ -252,19 +299,181 @@ class BanksView(Retranslating, QWidget):
             return True
 
     def site_text(self, row: int) -> str:
-        rec = self.records[row]
-        kind = tr("store") if rec["kind"] == "store" else tr("load")
-        k = f" k={int(rec['k'])}" if self._repeats(str(rec["site"])) else ""
-        n = int(banks.conflict_degree(rec["offsets"], int(rec["width"])))
-        return f"{rec['site']}{k} ({kind}) — {tr('{n}-way').format(n=n)}"
+        instr = self.instrs[row]
+        name = f"{instr.site} {instr.ks_text()}" if self._repeats(instr.site) else instr.site
+        index = sum(1 for other in self.instrs[:row] if other.site == instr.site) + 1
+        return tr("{name} · {opcode} ({i} of {count} per k-tile) — {n}-way, {w} wavefronts").format(
+            name=name,
+            opcode=instr.opcode,
+            i=index,
+            count=instr.per_step,
+            n=instr.conflict_degree,
+            w=instr.wavefronts,
+        )
+
+    def site_sentence(self, instr: ins.Instruction) -> str:
+        """'ptxas reads As with 8 LDS.128 per k-tile (32 k steps), 2 wavefronts each.'"""
+        config = self.session.trace.config
+        mine = [i for i in self.instrs if i.site == instr.site]
+        summary = ins.summarise(config, mine)[0]
+        rs = config.site(instr.site)
+        store = instr.kind == "store"
+        if summary.each is not None:
+            text = (
+                tr("ptxas writes {array} with {count} {opcode} per k-tile, {w} wavefronts each.")
+                if store
+                else tr(
+                    "ptxas reads {array} with {count} {opcode} per k-tile ({repeat} k steps), "
+                    "{w} wavefronts each."
+                )
+            )
+            w = summary.each
+        else:
+            text = (
+                tr("ptxas writes {array} with {count} {opcode} per k-tile, {w} wavefronts in all.")
+                if store
+                else tr(
+                    "ptxas reads {array} with {count} {opcode} per k-tile ({repeat} k steps), "
+                    "{w} wavefronts in all."
+                )
+            )
+            w = summary.wavefronts
+        return text.format(
+            array=rs.site.array, count=summary.count, opcode=summary.opcode, repeat=rs.repeat, w=w
+        )
+
+    # -- padding: what it changes, derived from the model ------------------------------------
+    @staticmethod
+    def element_name(config, byte: int) -> str:
+        for arr in config.shared:
+            local = byte - config.array_bases[arr.name]
+            if 0 <= local < arr.nbytes:
+                index = local // arr.elem_bytes
+                return f"{arr.name}[{index // arr.stride}][{index % arr.stride}]"
+        return f"byte {byte}"
+
+    def padding_text(self) -> str:
+        """What padding changes for this warp and k-tile: the trace's configuration against the
+        same kernel at PAD 0 (at PAD 0: against PAD 1), site by site, from the access model."""
+        from matviz.core.registry import get_kernel
+
+        trace = self.session.trace
+        params = dict(trace.params)
+        if PAD not in params or self.key is None:
+            return ""
+        kernel = get_kernel(trace.kernel)
+        values = [int(v) for v in kernel.param(PAD).values if int(v) != 0]
+        pad = int(params[PAD])
+        padded = pad if pad else (1 if 1 in values else (values[0] if values else 0))
+        if not padded:
+            return ""
+        base_params, padded_params = {**params, PAD: 0}, {**params, PAD: padded}
+        try:
+            before = kernel.configure(base_params, *trace.shape, check=False)
+            after = kernel.configure(padded_params, *trace.shape, check=False)
+        except Exception:  # noqa: BLE001 - a configuration the description refuses: say nothing
+            return ""
+        block, warp, ktile = self.key
+        b = trace.blocks[block]
+        cache_key = (id(trace), padded, self.key)
+        if self._changes[0] != cache_key:  # playback redraws texts often: compare once per key
+            where = (int(b["bx"]), int(b["by"]))
+            self._changes = (cache_key, ins.compare(before, after, warp, where, ktile))
+        changes = self._changes[1]
+        lines = [tr("What PAD {p} changes against PAD 0 (this warp, per k-tile):").format(p=padded)]
+        for ch in changes:
+            if not ch.changed:
+                continue
+            old, new = ch.before, ch.after
+            parts = []
+            if (old.opcode, old.count) != (new.opcode, new.count):
+                part = tr("{site}: {n0} {op0} → {n1} {op1}").format(
+                    site=new.site, n0=old.count, op0=old.opcode, n1=new.count, op1=new.opcode
+                )
+                if new.width < old.width and ch.pitch_bytes % old.width:
+                    part += " " + tr(
+                        "(a row of {array} is {pitch} bytes, not a multiple of {width}: ptxas "
+                        "can no longer merge the loads of a row)"
+                    ).format(array=new.array, pitch=ch.pitch_bytes, width=old.width)
+                parts.append(part)
+            if old.degree == new.degree and old.wavefronts != new.wavefronts:
+                parts.append(
+                    tr("{site}: {w0} → {w1} wavefronts").format(
+                        site=new.site, w0=old.wavefronts, w1=new.wavefronts
+                    )
+                )
+            elif old.degree != new.degree:
+                parts.append(
+                    tr("{site}: {d0}-way → {d1}-way, {w0} → {w1} wavefronts").format(
+                        site=new.site,
+                        d0=old.degree,
+                        d1=new.degree,
+                        w0=old.wavefronts,
+                        w1=new.wavefronts,
+                    )  # fmt: skip
+                )
+            if ch.pair is not None:
+                pair = ch.pair
+                words = abs(pair.bytes[1] - pair.bytes[0]) // banks.BANK_BYTES
+                cause = (
+                    tr("Padding itself causes this conflict:")
+                    if new.degree > old.degree
+                    else tr("Padding leaves a conflict:")
+                )
+                parts.append(
+                    cause
+                    + " "
+                    + tr(
+                        "lanes {a} and {b} access {ea} and {eb}, {d} words apart "
+                        "({m} × 32): both in bank {bank}."
+                    ).format(
+                        a=pair.lanes[0],
+                        b=pair.lanes[1],
+                        ea=self.element_name(after, pair.bytes[0]),
+                        eb=self.element_name(after, pair.bytes[1]),
+                        d=words,
+                        m=words // banks.N_BANKS,
+                        bank=pair.bank,
+                    )
+                )
+            lines.append("; ".join(parts))
+        olds = [ch.before for ch in changes]
+        news = [ch.after for ch in changes]
+        lines.append(
+            tr(
+                "In all: {i0} → {i1} shared-memory instructions, {w0} → {w1} wavefronts per "
+                "warp and k-tile."
+            ).format(
+                i0=sum(x.count for x in olds),
+                i1=sum(x.count for x in news),
+                w0=sum(x.wavefronts for x in olds),
+                w1=sum(x.wavefronts for x in news),
+            )
+        )
+        g0 = measured_gflops(trace.kernel, base_params)
+        g1 = measured_gflops(trace.kernel, padded_params)
+        if g0 and g1:
+            measured = tr(
+                "Measured on the H200 at 4096³: {g0:.0f} → {g1:.0f} GFLOP/s ({pct:+.0f}%)."
+            )
+            lines.append(measured.format(g0=g0, g1=g1, pct=100.0 * (g1 / g0 - 1.0)))
+        return "<br>".join(lines)
+
+    def store_note(self) -> str:
+        """(e): what ncu measured for conflict-free stores, without a cause nobody measured."""
+        lo, hi = ins.STORE_EXCESS_MEASURED
+        return tr(
+            "Measured with ncu on the H200: conflict-free shared stores count {lo:.0f}–{hi:.0f}% "
+            "more wavefronts than this model ({t32:.2f} per STS at T=32); the cause is not known."
+        ).format(lo=100 * lo, hi=100 * hi, t32=ins.STORE_WAVEFRONTS_T32_MEASURED)
 
     def _update_texts(self) -> None:
-        if not self.has_probe() or not len(self.records):
+        instr = self.instruction()
+        if not self.has_probe() or instr is None:
+            self.note.setText("")
             return
-        rec = self.records[self._row()]
         conflict = self.conflict_degree > 1
         colour = "#c0392b" if conflict else "#1e8449"
-        kind = tr("store") if rec["kind"] == "store" else tr("load")
         degree = (
             tr("{n}-way bank conflict").format(n=self.conflict_degree)
             if conflict
@@ -287,6 +496,15 @@ class BanksView(Retranslating, QWidget):
                 warp=probe[1],
                 kt=palette.ktile_text(probe[2], self.session.trace.n_tiles),
             )
+        covers = tr("{opcode}: {width} bytes per lane, {site} {ks}.").format(
+            opcode=instr.opcode, width=instr.width, site=instr.site, ks=instr.ks_text()
+        )
+        broadcast = ""
+        if instr.width > banks.BANK_BYTES and bool(banks.warp_broadcast(instr.offsets)):
+            broadcast = " " + tr(
+                "Every lane reads one address (a warp-wide broadcast): ncu measured {w} "
+                "wavefronts for it on the H200."
+            ).format(w=self.wavefronts)
         self.summary.setText(
             f"<span style='font-size:13pt; color:{colour}'><b>"
             + degree
@@ -295,15 +513,20 @@ class BanksView(Retranslating, QWidget):
                 w=self.wavefronts, ideal=self.ideal_wavefronts
             )
             + "</b></span><br><b>"
+            + self.site_sentence(instr)
+            + "</b> "
+            + covers
+            + broadcast
+            + "<br><b>"
             + tr("Source: {source}.").format(source=source)
             + "</b> "
-            + tr("{kind} of {width} bytes per lane.").format(kind=kind, width=int(rec["width"]))
-            + " "
             + tr(
                 "Lanes on the same word share it (broadcast); each further word in a bank "
                 "costs one more pass."
             )
         )
+        padding = self.padding_text()
+        self.note.setText((padding + "<br>" if padding else "") + self.store_note())
 
     def retranslate(self) -> None:
         trace = self.session.trace
@@ -332,7 +555,13 @@ class BanksView(Retranslating, QWidget):
                 + f"<br>{palette.config_text(trace)} · "
                 + palette.source_html(trace, self.session.source_label)
             )
-            self.site_label.setText(tr("Access site:"))
+            self.site_label.setText(tr("Instruction (as ptxas emits it):"))
+            self.sites.setToolTip(
+                tr(
+                    "the shared-memory instructions of this warp in one k-tile, in program "
+                    "order: ptxas merges loads of consecutive words into LDS.64 / LDS.128"
+                )
+            )
             self.warp_label.setText(tr("warp"))
             self.warp_box.setToolTip(tr("the warp of the selected block whose accesses are shown"))
             for row in range(self.sites.count()):

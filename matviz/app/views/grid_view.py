@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
-from matviz.core.timeline import BlockState, Timeline
+from matviz.core.timeline import Timeline
 
 
 class GridView(Retranslating, QWidget):
@@ -176,7 +176,8 @@ class GridView(Retranslating, QWidget):
             )
             return
         entries = [
-            palette.swatch(palette.STATE_COLORS[s], tr(palette.STATE_NAMES[s])) for s in BlockState
+            palette.swatch(palette.STATE_COLORS[s], tr(name))
+            for s, name in palette.STATE_NAMES.items()  # never "at barrier": see palette
         ]
         self.legend.setText(f"{tr('Block state at the playhead')}: " + " &nbsp; ".join(entries))
 
@@ -188,4 +189,3 @@ class GridView(Retranslating, QWidget):
         if self.session.trace is not None:
             self._update_title()
             self._update_legend()
-

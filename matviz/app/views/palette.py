@@ -32,11 +32,12 @@ PLAYHEAD = (200, 30, 30)
 SIMULATED = (200, 90, 0)  # text colour of the 'simulated' source label
 EMPTY = (250, 250, 250)  # idle / unused cells
 
-# Block states: waiting grey, loading blue, at barrier orange, computing green, done dark.
+# Block states: waiting grey, loading blue, computing green, done dark, running teal. The
+# timeline never puts a block "at a barrier" (the barrier waits come from a separate level-3
+# run, shown in the diagnostics panel), so AT_BARRIER has no colour and no legend entry.
 STATE_COLORS: dict[BlockState, RGB] = {
     BlockState.WAITING: (205, 205, 205),
     BlockState.LOADING: (52, 120, 219),
-    BlockState.AT_BARRIER: (243, 146, 30),
     BlockState.COMPUTING: (46, 170, 80),
     BlockState.DONE: (88, 96, 104),
     BlockState.RUNNING: (30, 170, 170),
@@ -45,7 +46,6 @@ STATE_COLORS: dict[BlockState, RGB] = {
 STATE_NAMES: dict[BlockState, str] = {
     BlockState.WAITING: "waiting",
     BlockState.LOADING: "loading tiles",
-    BlockState.AT_BARRIER: "at barrier",
     BlockState.COMPUTING: "computing",
     BlockState.DONE: "done",
     BlockState.RUNNING: "running",
@@ -158,12 +158,12 @@ def index_ticks(n: int, max_labels: int = 16, offset: float = 0.5) -> list[tuple
     return [(i + offset, str(i)) for i in range(0, n, step)]
 
 
-_IN_PHASE = (BlockState.LOADING, BlockState.AT_BARRIER, BlockState.COMPUTING)
+_IN_PHASE = (BlockState.LOADING, BlockState.COMPUTING)
 
 
 def state_text(timeline, block: int, t_ns: float, state: BlockState) -> str:
     """The translated state name, with the description's phase that sets it ('computing
-    (compute)'); several phases share a state, and a block is at the barrier of one phase."""
+    (compute)'); several phases share a state."""
     from matviz.app.i18n import tr
 
     name = tr(STATE_NAMES.get(BlockState(int(state)), "running"))

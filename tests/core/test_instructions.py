@@ -1,0 +1,205 @@
+"""The shared-memory instructions ptxas emits, from the access model (matviz.core.instructions)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from matviz.backends import sim_model
+from matviz.core import access, banks
+from matviz.core import instructions as ins
+from matviz.core.registry import get_kernel
+from matviz.paths import RESOURCE_DIR
+
+SASS_WIDTHS = RESOURCE_DIR / "bench" / "h200_sass_lds_widths.txt"
+
+
+def config(kernel: str, size: int = 1024, **params):
+    return get_kernel(kernel).configure(params, size, size, size)
+
+
+def warp_instructions(cfg, warp: int = 0, t: int = 0):
+    return ins.instructions(cfg, access.access_records(cfg, warp, (0, 0), t))
+
+
+def test_vector_width_lives_in_core_and_the_simulator_uses_it():
+    assert sim_model.vector_width is ins.vector_width
+
+
+def test_tiled_pad0_reads_as_with_8_lds128_per_ktile():
+    cfg = config("tiled", tile=32, pad=0)
+    instrs = warp_instructions(cfg)
+    ops = [(i.site, i.opcode) for i in instrs]
+    assert ops[:3] == [("st_As", "STS"), ("st_Bs", "STS"), ("ld_As", "LDS.128")]
+    ld_as = [i for i in instrs if i.site == "ld_As"]
+    assert len(ld_as) == 8 and all(i.per_step == 8 for i in ld_as)
+    assert [i.ks for i in ld_as] == [tuple(range(k, k + 4)) for k in range(0, 32, 4)]
+    assert ld_as[1].ks_text() == "k=4–7"
+    rec = access.access_records(cfg, 0)
+    first = next(r for r in rec if r["site"] == "ld_As" and r["k"] == 4)
+    np.testing.assert_array_equal(ld_as[1].offsets, first["offsets"])  # the vector's start
+    # warp 0 at T=32 is one row of the tile: every lane reads the same 16 bytes
+    assert all(i.wavefronts == 2 and i.conflict_degree == 1 for i in ld_as)
+    assert sum(1 for i in instrs if i.opcode == "LDS") == 32  # ld_Bs walks a column: scalar
+    summary = {s.site: s for s in ins.summarise(cfg, instrs)}
+    assert (summary["ld_As"].count, summary["ld_As"].each, summary["ld_As"].repeat) == (8, 2, 32)
+
+
+@pytest.mark.parametrize(("pad", "opcode", "count", "each"), [
+    (0, "LDS.128", 8, 2), (1, "LDS", 32, 1), (2, "LDS.64", 16, 1), (4, "LDS.128", 8, 2),
+])  # fmt: skip
+def test_tiled_a_load_by_pad(pad, opcode, count, each):
+    cfg = config("tiled", tile=32, pad=pad)
+    s = {s.site: s for s in ins.summarise(cfg, warp_instructions(cfg))}["ld_As"]
+    assert (s.opcode, s.count, s.each) == (opcode, count, each)
+
+
+def test_register_tiling_merges_along_its_chains():
+    cfg = config("register_tiling_1d", BM=64, BN=64, BK=8, TM=8)
+    ld_as = [i for i in warp_instructions(cfg) if i.site == "ld_As"]
+    assert len(ld_as) == 8 * 8 // 4 and {i.opcode for i in ld_as} == {"LDS.128"}
+    # As[(tid / BN) * TM + k % TM][k / TM]: instance k + TM is the next column of the row
+    assert ld_as[0].ks == (0, 8, 16, 24) and ld_as[0].ks_text() == "k=0,8,16,24"
+
+
+def _sass_counts() -> dict[str, dict[str, int]]:
+    out = {}
+    for line in SASS_WIDTHS.read_text().splitlines():
+        name, counts = line.split(": ", 1)
+        out[name] = ast.literal_eval(counts)
+    return out
+
+
+@pytest.mark.parametrize("kernel", ["tiled", "tiled_transposed"])
+def test_instruction_counts_follow_what_ptxas_emitted(kernel):
+    """resources/bench/h200_sass_lds_widths.txt: the LDS ops of each configuration's SASS are
+    the model's per-k-step instructions times one unroll factor."""
+    k = get_kernel(kernel)
+    sass = _sass_counts()
+    for params in k.configurations():
+        cfg = k.configure(params, 64, 64, 64)
+        model: dict[str, int] = {}
+        for i in warp_instructions(cfg):
+            if i.kind == "load":
+                model[i.opcode] = model.get(i.opcode, 0) + 1
+        emitted = sass[f"{k.stem} {k.labels(params)}"]
+        assert set(model) == set(emitted), params
+        factors = {emitted[op] / n for op, n in model.items()}
+        assert len(factors) == 1 and float(next(iter(factors))).is_integer(), (params, emitted)
+
+
+def test_broadcast_rule_in_instructions():
+    lds128 = ins.Instruction("x", "load", 16, (0, 1, 2, 3), (0,), np.full(32, 64), 1)
+    lds64 = ins.Instruction("x", "load", 8, (0, 1), (0,), np.full(32, 64), 1)
+    assert (lds128.wavefronts, lds128.ideal_wavefronts) == (2, 2)
+    assert (lds64.wavefronts, lds64.ideal_wavefronts) == (1, 1)
+    two_rows = ins.Instruction("x", "load", 16, (0,), (0,), np.where(np.arange(32) < 16, 0, 68), 1)
+    assert two_rows.wavefronts == 4  # not warp-wide: the phase rule
+    assert bool(banks.warp_broadcast(np.full(32, 8))) and not banks.warp_broadcast(np.full(32, -1))
+
+
+def _change(kernel, tile, pad, site):
+    before, after = config(kernel, tile=tile, pad=0), config(kernel, tile=tile, pad=pad)
+    return next(c for c in ins.compare(before, after) if c.after.site == site)
+
+
+def test_pad1_loses_lds128_on_kernel_02():
+    ch = _change("tiled", 32, 1, "ld_As")
+    assert (ch.before.opcode, ch.before.count) == ("LDS.128", 8)
+    assert (ch.after.opcode, ch.after.count) == ("LDS", 32)
+    assert ch.pitch_bytes == 132 and ch.pair is None and ch.changed
+
+
+def test_pad1_removes_the_transposed_store_conflict():
+    ch = _change("tiled_transposed", 32, 1, "st_As")
+    assert (ch.before.degree, ch.after.degree) == (32, 1)
+    assert (ch.before.wavefronts, ch.after.wavefronts) == (32, 1)
+
+
+@pytest.mark.parametrize(("kernel", "tile", "pad", "site", "degree"), [
+    ("tiled", 16, 1, "st_As", 2), ("tiled", 16, 1, "st_Bs", 2),
+    ("tiled_transposed", 32, 2, "st_As", 2), ("tiled_transposed", 32, 4, "st_As", 4),
+])  # fmt: skip
+def test_padding_can_cause_conflicts(kernel, tile, pad, site, degree):
+    ch = _change(kernel, tile, pad, site)
+    assert ch.after.degree == degree and ch.pair is not None
+    a, b = ch.pair.bytes
+    assert (a // 4) % 32 == (b // 4) % 32 == ch.pair.bank and a != b
+
+
+def test_t16_p1_store_pair():
+    pair = _change("tiled", 16, 1, "st_As").pair
+    # lane 31 writes As[1][15], word 17 + 15 = 32: bank 0 like lane 0's As[0][0]
+    assert pair.lanes == (0, 31) and pair.bytes == (0, 128) and pair.bank == 0
+
+
+def test_block_costs_per_warp_and_step():
+    cfg = config("tiled", size=64, tile=32, pad=0)  # 2 k-steps, 32 warps
+    costs = ins.block_costs(cfg)
+    per = {k: v / (cfg.n_steps * cfg.warps) for k, v in costs.items()}
+    assert per == {"ld_inst": 40, "st_inst": 2, "ld_wavefronts": 8 * 2 + 32, "st_wavefronts": 2}
+
+
+def test_store_measurement_is_stated_as_measured():
+    assert ins.STORE_EXCESS_MEASURED == (0.06, 0.16)
+    assert ins.STORE_WAVEFRONTS_T32_MEASURED == pytest.approx(1.16)
+    source = Path(ins.__file__).read_text(encoding="utf-8")
+    assert re.search(r"cause is not known", source)
+
+
+# -- the ncu check (matviz/bench/ncu_banks.sh runs it on the GPU) -------------------------------
+NCU_HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+    '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+)
+
+
+def _ncu_csv(values: dict[str, str], header: bool = True) -> str:
+    from matviz.bench.ncu_banks import METRICS
+
+    lines = ["==PROF== Connected to process 1", NCU_HEADER] if header else []
+    for key, value in values.items():
+        lines.append(
+            f'"0","1","python3","h","mv_tiled","1","7","(8, 8, 1)","(8, 8, 1)","0","9.0",'
+            f'"Command line profiler metrics","{METRICS[key]}","","{value}"'
+        )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_ncu_csv_is_read_with_or_without_its_header(tmp_path, header):
+    from matviz.bench.ncu_banks import read_ncu_csv
+
+    path = tmp_path / "x.csv"
+    path.write_text(_ncu_csv({"ld_inst": "40,960", "st_wavefronts": "5120"}, header))
+    assert read_ncu_csv(path) == {"ld_inst": 40960.0, "st_wavefronts": 5120.0}
+    assert read_ncu_csv(tmp_path / "missing.csv") == {}
+
+
+def test_ncu_compare_flags_only_where_the_model_predicts_a_conflict(tmp_path):
+    from matviz.bench.ncu_banks import compare_rows, format_table
+
+    index = [
+        ("t32p0", "tiled_transposed", {"tile": 32, "pad": 0}),
+        ("t32p1", "tiled_transposed", {"tile": 32, "pad": 1}),
+        ("none", "tiled", {"tile": 8}),
+    ]
+    (tmp_path / "index.tsv").write_text(
+        "".join(f"{tag}\t{k}\t{json.dumps(p)}\tmv_{k}\n" for tag, k, p in index)
+    )
+    # both measured at 1.5 wavefronts per STS and 1 per LDS
+    for tag in ("t32p0", "t32p1"):
+        fake = {"ld_inst": "100", "ld_wavefronts": "100", "st_inst": "10", "st_wavefronts": "15"}
+        (tmp_path / f"{tag}.csv").write_text(_ncu_csv(fake))
+    rows = {r["tag"]: r for r in compare_rows(tmp_path, 64, jobs=1)}
+    assert rows["t32p0"]["degree_st"] > 1 and rows["t32p1"]["degree_st"] == 1
+    assert rows["t32p0"]["st_flag"] and not rows["t32p1"]["st_flag"]  # +50%, but no conflict
+    assert rows["t32p1"]["st_diff"] == pytest.approx(0.5) and not rows["t32p1"]["ld_flag"]
+    assert rows["none"]["ld_measured"] is None
+    table = format_table(list(rows.values()), 64)
+    assert "FLAG st" in table and "flagged: t32p0" in table and "no ncu data for: none" in table
