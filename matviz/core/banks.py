@@ -8,10 +8,12 @@ serialise, so a phase costs as many wavefronts as its busiest bank has distinct 
 
 One exception, measured with ``ncu`` on the H200
 (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` per ``smsp__inst_executed_op_shared_ld``,
-kernel 02 at PAD 0 and 2, whose A-tile load is a warp-wide broadcast): a *warp-wide broadcast*
-(every active lane on one address) of 16 bytes costs 2 wavefronts, not the 4 phases above, and
-one of 8 bytes costs 1, not 2 (``BROADCAST_WAVEFRONTS``). A 4-byte broadcast costs 1 either way.
-Every other access follows the phase rule.
+kernel 02's A-tile loads, ``resources/bench/h200_ncu_banks_1024.md``): when all the distinct words
+a warp's 8- or 16-byte access touches lie in distinct banks (one pass over the banks would serve
+them), the access costs 2 wavefronts at 16 bytes and 1 at 8 bytes, not 4 and 2 phases
+(``FEW_WORDS_WAVEFRONTS``). Measured cases: a warp-wide broadcast (T=32), two rows of four words
+(T=16) and four rows (T=8) at LDS.128, four rows of two words at LDS.64 (PAD 2). A 4-byte
+access costs 1 either way. Every other access follows the phase rule.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ N_BANKS = 32
 BANK_BYTES = 4
 WARP_SIZE = 32
 WIDTHS = (4, 8, 16)
-# Wavefronts of a warp-wide broadcast by width in bytes, measured with ncu on the H200.
-BROADCAST_WAVEFRONTS = {4: 1, 8: 1, 16: 2}
+# Wavefronts, by width in bytes, of an access whose distinct words all lie in distinct banks
+# (a warp-wide broadcast, or a few rows of a tile), measured with ncu on the H200.
+FEW_WORDS_WAVEFRONTS = {4: 1, 8: 1, 16: 2}
 
 
 def banks_of(offsets: ArrayLike) -> np.ndarray:
@@ -72,14 +75,29 @@ def warp_broadcast(offsets: ArrayLike) -> np.ndarray:
     return same & active.any(axis=-1)
 
 
+def one_pass(offsets: ArrayLike, width: int) -> np.ndarray:
+    """Whether all the distinct words each access touches lie in distinct banks."""
+    off = np.asarray(offsets, np.int64).reshape(-1, WARP_SIZE)
+    n_words = int(width) // BANK_BYTES
+    words = (off // BANK_BYTES)[:, :, None] + np.arange(n_words)
+    words = np.where((off >= 0)[:, :, None], words, -1).reshape(len(off), -1)
+    out = np.empty(len(off), bool)
+    for i, row in enumerate(words):  # a few hundred accesses per view: cheap
+        distinct = np.unique(row[row >= 0])
+        out[i] = len(distinct) > 0 and len(np.unique(distinct % N_BANKS)) == len(distinct)
+    return out
+
+
 def wavefronts(offsets: ArrayLike, width: int) -> np.ndarray:
-    """Shared-memory wavefronts each access needs: per phase the busiest bank, summed; a
-    warp-wide broadcast costs ``BROADCAST_WAVEFRONTS[width]`` (measured on the H200)."""
+    """Shared-memory wavefronts each access needs: per phase the busiest bank, summed; an 8- or
+    16-byte access whose distinct words all lie in distinct banks costs
+    ``FEW_WORDS_WAVEFRONTS[width]`` (measured on the H200)."""
     counts, lead = _words_per_bank(offsets, width)
     phases = counts.max(axis=2).sum(axis=1)
-    broadcast = warp_broadcast(np.asarray(offsets, np.int64).reshape(-1, WARP_SIZE))
-    cost = np.where(broadcast, BROADCAST_WAVEFRONTS[int(width)], phases)
-    return cost.reshape(lead)
+    if int(width) > BANK_BYTES:
+        few = one_pass(offsets, width)
+        phases = np.where(few, np.minimum(phases, FEW_WORDS_WAVEFRONTS[int(width)]), phases)
+    return phases.reshape(lead)
 
 
 def conflict_degree(offsets: ArrayLike, width: int) -> np.ndarray:

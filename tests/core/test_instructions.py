@@ -99,7 +99,10 @@ def test_broadcast_rule_in_instructions():
     assert (lds128.wavefronts, lds128.ideal_wavefronts) == (2, 2)
     assert (lds64.wavefronts, lds64.ideal_wavefronts) == (1, 1)
     two_rows = ins.Instruction("x", "load", 16, (0,), (0,), np.where(np.arange(32) < 16, 0, 68), 1)
-    assert two_rows.wavefronts == 4  # not warp-wide: the phase rule
+    assert two_rows.wavefronts == 2  # two rows in distinct banks: as ncu measured at T=16
+    rows_32_apart = np.where(np.arange(32) < 16, 0, 128)
+    same_banks = ins.Instruction("x", "load", 16, (0,), (0,), rows_32_apart, 1)
+    assert same_banks.wavefronts == 4  # words 0-3 and 32-35 share banks: the phase rule
     assert bool(banks.warp_broadcast(np.full(32, 8))) and not banks.warp_broadcast(np.full(32, -1))
 
 
