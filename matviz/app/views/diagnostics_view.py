@@ -51,6 +51,7 @@ class DiagnosticsView(Retranslating, QWidget):
         super().__init__(parent)
         self.session = session
         self.waits: BarrierWaits | None = None
+        self._shown: tuple[int, int] | None = None  # (block, k-tile) drawn; playback skips redraws
         self._bars: list[pg.BarGraphItem] = []
 
         self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
@@ -84,8 +85,8 @@ class DiagnosticsView(Retranslating, QWidget):
         self.ktile_box.valueChanged.connect(self._on_ktile_box)
         self.follow.toggled.connect(lambda _on: self.update_waits())
         session.traceChanged.connect(self.refresh)
-        session.playheadChanged.connect(lambda _ns: self._follow_playhead())
-        session.selectionChanged.connect(lambda _b: self._follow_playhead())
+        session.playheadChanged.connect(lambda _ns: self.update_waits(only_if_changed=True))
+        session.selectionChanged.connect(lambda _b: self.update_waits())
         self.refresh()
 
     # -- session -> view ---------------------------------------------------------------------
@@ -100,7 +101,7 @@ class DiagnosticsView(Retranslating, QWidget):
             self.ktile_box.setRange(0, max(trace.n_tiles - 1, 0))
             self.ktile_box.blockSignals(False)
         self.stack.setCurrentIndex(1 if self.has_waits() else 0)
-        self._follow_playhead()
+        self.update_waits()
         self.retranslate()
 
     def playhead_ktile(self) -> int:
@@ -112,16 +113,6 @@ class DiagnosticsView(Retranslating, QWidget):
             return int(ktile)
         return max(trace.n_tiles - 1, 0) if t >= int(trace.blocks["end"][block]) else 0
 
-    def _follow_playhead(self) -> None:
-        if not self.has_waits():
-            self.waits = None
-            return
-        if self.follow.isChecked():
-            self.ktile_box.blockSignals(True)
-            self.ktile_box.setValue(self.playhead_ktile())
-            self.ktile_box.blockSignals(False)
-        self.update_waits()
-
     def _on_ktile_box(self, _value: int) -> None:
         self.follow.setChecked(False)  # a k-tile picked by hand stays until follow is ticked
         self.update_waits()
@@ -132,17 +123,24 @@ class DiagnosticsView(Retranslating, QWidget):
         self.follow.setChecked(False)
         self.update_waits()
 
-    def update_waits(self) -> None:
+    def update_waits(self, only_if_changed: bool = False) -> None:
+        """Show the waits of the selected block at the k-tile chosen (or at the playhead's).
+
+        ``only_if_changed``: skip the redraw when block and k-tile are those already drawn
+        (the playhead moves every frame during playback).
+        """
         if not self.has_waits():
-            self.waits = None
+            self.waits, self._shown = None, None
             return
         if self.follow.isChecked():
             self.ktile_box.blockSignals(True)
             self.ktile_box.setValue(self.playhead_ktile())
             self.ktile_box.blockSignals(False)
-        self.waits = barrier_waits(
-            self.session.timeline, self.session.selected_block, self.ktile_box.value()
-        )
+        shown = (self.session.selected_block, self.ktile_box.value())
+        if only_if_changed and shown == self._shown:
+            return
+        self._shown = shown
+        self.waits = barrier_waits(self.session.timeline, *shown)
         self._draw()
         self._update_texts()
 

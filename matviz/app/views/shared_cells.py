@@ -27,6 +27,7 @@ class HeldCells:
     row: np.ndarray  # (rows, stride) global row of the element held; -1: no store writes it
     col: np.ndarray
     inside: np.ndarray  # False where the store writes 0 (the element lies outside the matrix)
+    warp: np.ndarray  # the warp whose store writes each cell; -1: none
 
     @property
     def written(self) -> np.ndarray:
@@ -49,7 +50,7 @@ def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str
     """Every shared array's cells after the stores of k-step ``t`` in ``block`` (bx, by)."""
     grids = {
         arr.name: [np.full((arr.rows, arr.stride), -1, np.int64) for _ in range(2)]
-        + [np.zeros((arr.rows, arr.stride), bool)]
+        + [np.zeros((arr.rows, arr.stride), bool), np.full((arr.rows, arr.stride), -1, np.int64)]
         for arr in config.shared
     }
     for rs in config.sites:
@@ -57,7 +58,7 @@ def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str
         if site.kind != "store" or site.source is None:
             continue
         arr = config.array(site.array)
-        row_of, col_of, inside_of = grids[arr.name]
+        row_of, col_of, inside_of, warp_of = grids[arr.name]
         n_rows, n_cols = _matrix_shape(config, arr.source)
         base = config.array_bases[arr.name]
         per_lane = max(site.width // arr.elem_bytes, 1)  # a vector store fills adjacent cells
@@ -72,9 +73,10 @@ def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str
                     row_of[r, c] = grow[live]
                     col_of[r, c] = gcol[live] + j
                     inside_of[r, c] = (grow[live] < n_rows) & (gcol[live] + j < n_cols)
+                    warp_of[r, c] = warp
     return {
-        name: HeldCells(config.array(name), row, col, inside)
-        for name, (row, col, inside) in grids.items()
+        name: HeldCells(config.array(name), row, col, inside, warp)
+        for name, (row, col, inside, warp) in grids.items()
     }
 
 
@@ -102,26 +104,6 @@ def axis_map(cells: HeldCells, axis: int) -> tuple[int, int] | None:
             first = np.argwhere(written)[0]
             return g, int(coords[g][tuple(first)] - first[axis])
     return None
-
-
-def store_warps(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str, np.ndarray]:
-    """Per shared array (rows, stride): the warp whose store writes each cell in k-step ``t``
-    (-1: no store writes it), from the store sites through :func:`access.lane_offsets`."""
-    out = {arr.name: np.full((arr.rows, arr.stride), -1, np.int64) for arr in config.shared}
-    for rs in config.sites:
-        if rs.site.kind != "store":
-            continue
-        arr = config.array(rs.site.array)
-        base = config.array_bases[arr.name]
-        per_lane = max(rs.site.width // arr.elem_bytes, 1)
-        for warp in range(config.warps):
-            for k in range(rs.repeat):
-                offsets = access.lane_offsets(config, rs.name, warp, k, block, t)
-                local = (offsets[offsets >= 0].astype(np.int64) - base) // arr.elem_bytes
-                for j in range(per_lane):
-                    r, c = np.divmod(local + j, arr.stride)
-                    out[arr.name][r, c] = warp
-    return out
 
 
 def store_phases(config: KernelConfig) -> set[str]:

@@ -40,7 +40,6 @@ from matviz.app.views.shared_cells import (
     held_cells,
     load_phases,
     store_phases,
-    store_warps,
     thread_of_element,
     thread_reads,
 )
@@ -77,7 +76,6 @@ class TilesView(Retranslating, QWidget):
         self.warps_shown = 0  # in a load phase: warps whose stores are drawn
         self.now_cells: dict[str, set[tuple[int, int]]] = {}  # the thread's reads now
         self.reads: ThreadReads | None = None
-        self._warps: dict[str, np.ndarray] = {}  # which warp stores each cell
         self._step_key: tuple | None = None
         self._reads_key: tuple | None = None
 
@@ -306,7 +304,6 @@ class TilesView(Retranslating, QWidget):
         if step_key != self._step_key:
             self._step_key = step_key
             self.cells = held_cells(config, block, t)
-            self._warps = store_warps(config, block, t)
             self.smem_texts = {}
             for name, cells in self.cells.items():
                 rows, stride = cells.row.shape
@@ -352,7 +349,7 @@ class TilesView(Retranslating, QWidget):
         codes = np.where(cells.written, np.where(cells.inside, FILLED, ZERO_CODE), PAD_CODE)
         codes = codes.astype(np.uint8)
         if self.mode == "load":
-            warp = self._warps[name]
+            warp = self.cells[name].warp
             stored = warp >= 0
             codes[stored & (warp >= self.warps_shown)] = EMPTY_CODE
             codes[stored & (warp == self.warps_shown - 1)] = LATEST_CODE
