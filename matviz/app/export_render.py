@@ -8,15 +8,13 @@ scaled to the requested size when the logical one is larger. The container is sh
 the GUI can export while the user keeps working.
 
 A video cannot be clicked: every input widget in the views is hidden (a combo or spin box
-leaves a plain label that shows its value), and every sentence of a label that tells the user
-to hover, click, drag or zoom is left out (:func:`strip_hints`), in every frame (a view may set
-its texts again when the playhead moves).
+leaves a plain label that shows its value), in every frame (a view may show them again when it
+refreshes); the views' session is not interactive, so they write no hover or click hints.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Sequence
 
@@ -79,31 +77,6 @@ CAPTION_BACKGROUND = "#f2f2f4"
 # Widgets a video cannot use: hidden in every frame (combo and spin boxes leave their value
 # as a label).
 INPUT_WIDGETS = (QComboBox, QAbstractSpinBox, QAbstractButton, QSlider, QLineEdit)
-# A sentence with one of these (English or Chinese, lower case) asks for the mouse: not in a video.
-HINT_WORDS = (
-    "hover", "mouse", "wheel", "zoom", "click", "drag",
-    "悬停", "鼠标", "滚轮", "缩放", "点击", "拖动", "拖拽",
-)  # fmt: skip
-# Sentence ends: '. ' (a period followed by a space, so 1.5 and A[0.5] stay whole) or 。！？
-_SENTENCE_BREAK = re.compile(r"((?<=[.!?])\s+|(?<=[。！？]))")
-
-
-def strip_hints(text: str) -> str:
-    """``text`` without the sentences that ask the reader to hover, click, drag or zoom."""
-    if not any(word in text.lower() for word in HINT_WORDS):
-        return text
-    pieces = _SENTENCE_BREAK.split(text)
-    sentences, breaks = pieces[0::2], pieces[1::2]
-    kept: list[str] = []
-    for i, sentence in enumerate(sentences):
-        if any(word in sentence.lower() for word in HINT_WORDS):
-            continue
-        if kept:
-            kept.append(breaks[i - 1])
-        kept.append(sentence)
-    return "".join(kept).strip()
-
-
 def _layout_holding(layout: QLayout | None, widget: QWidget) -> tuple[QLayout, int] | None:
     """The (nested) layout that holds ``widget`` and its index there."""
     if layout is None:
@@ -188,7 +161,7 @@ class FrameRenderer:
         self.trace = trace
         self.size = size
         self.logical = logical_size(views, size)
-        self.session = Session()
+        self.session = Session(interactive=False)  # the views leave out their mouse hints
 
         self.container = QWidget()
         self.container.setAttribute(Qt.WA_DontShowOnScreen, True)
@@ -279,7 +252,7 @@ class FrameRenderer:
         return mirrors
 
     def _static_texts(self) -> None:
-        """No interactive widget and no mouse hint in a frame (views may reset their texts)."""
+        """No interactive widget in a frame (views may show them again when they refresh)."""
         for widget in self.container.findChildren(QWidget):
             if isinstance(widget, INPUT_WIDGETS) and not widget.isHidden():
                 widget.hide()
@@ -294,13 +267,6 @@ class FrameRenderer:
             if mirror.text() != text:
                 mirror.setText(text)
             mirror.setVisible(bool(text))
-        for label in self.container.findChildren(QLabel):
-            if label is self.caption:
-                continue
-            text = label.text()
-            stripped = strip_hints(text)
-            if stripped != text:
-                label.setText(stripped)
 
     # -- frames ----------------------------------------------------------------------------------
     def caption_html(self, t_ns: int) -> str:

@@ -23,8 +23,9 @@ class Session(QObject):
     colorModeChanged = Signal(str)
     probeRowChanged = Signal(int)  # which probe record the banks view shows
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, *, interactive: bool = True) -> None:
         super().__init__(parent)
+        self.interactive = interactive  # False for video frames: no "hover" or "click" hints
         self.trace: Trace | None = None
         self.timeline: Timeline | None = None  # derived once per trace, shared by every view
         self.source_label = ""

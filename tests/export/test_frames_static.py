@@ -7,9 +7,12 @@ from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QLabel, QWidget
 
 from matviz import cli
 from matviz.app import export_render
-from matviz.app.export_render import HINT_WORDS, INPUT_WIDGETS, FrameRenderer, strip_hints
+from matviz.app.export_render import INPUT_WIDGETS, FrameRenderer
 from matviz.core.timeline import BlockState, Timeline
 from matviz.core.trace_io import load_trace
+
+# words of a sentence that asks for the mouse (English or Chinese): never in a video frame
+MOUSE_WORDS = ("hover", "mouse", "wheel", "zoom", "click", "drag", "悬停", "鼠标", "滚轮")
 
 
 def visible_inputs(renderer):
@@ -28,18 +31,18 @@ def visible_texts(renderer):
     ]
 
 
-def test_strip_hints_drops_the_sentences_that_ask_for_the_mouse():
-    en = (
-        "'0': outside the matrix (edge block). Hover a cell for its bank; zoom in "
-        "(mouse wheel) to read every cell."
-    )
-    assert strip_hints(en) == "'0': outside the matrix (edge block)."
-    zh = "'0'：超出矩阵范围（边界线程块）。鼠标悬停可查看所在 Bank；滚轮放大可看清每个格子。"
-    assert strip_hints(zh) == "'0'：超出矩阵范围（边界线程块）。"
-    kept = "A tile of 1.5 KB. Then 2.0 µs of compute."  # decimals do not end a sentence
-    assert strip_hints(kept) == kept
-    assert strip_hints("Click a block to select it. It turns red.") == "It turns red."
-    assert strip_hints("Drag the playhead.") == ""
+def test_the_views_write_their_mouse_hints_only_where_a_mouse_can_use_them(trace, qapp):
+    from matviz.app.session import Session
+    from matviz.app.views.tiles_view import TilesView
+
+    for interactive in (True, False):
+        session = Session(interactive=interactive)
+        view = TilesView(session)
+        session.set_trace(trace)
+        caption = view.caption.text()
+        assert "'0': outside the matrix" in caption
+        assert ("Hover a cell" in caption) == interactive
+        view.deleteLater()
 
 
 @pytest.mark.parametrize("views", [("all",), ("sm", "banks"), ("tiles",)])
@@ -55,7 +58,7 @@ def test_frames_show_no_input_widgets_and_no_mouse_hints(trace, views, closes_it
             renderer.render(t)
             assert visible_inputs(renderer) == []
             texts = visible_texts(renderer)
-            hints = [s for s in texts if any(word in s.lower() for word in HINT_WORDS)]
+            hints = [s for s in texts if any(word in s.lower() for word in MOUSE_WORDS)]
             assert hints == []
         # each combo box's choice is still there to read, as a plain label
         for combo in (w for w in before if isinstance(w, QComboBox)):

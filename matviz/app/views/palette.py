@@ -171,6 +171,12 @@ def state_text(timeline, block: int, t_ns: float, state: BlockState) -> str:
     return f"{name} ({phase.name})" if phase is not None else name
 
 
+def mouse_hint(session, text: str) -> str:
+    """``text`` (a translated hint to hover, click or zoom) with a leading space, or "" where
+    nobody can use a mouse (exported frames)."""
+    return " " + text if session.interactive else ""
+
+
 KTILE_TEXT = "k-tile t = {t} of {n}"  # the kernel's loop variable t, from 0, as the texts say
 
 

@@ -315,8 +315,7 @@ class ThroughputView(Retranslating, QWidget):
             + tr("recorded on a GPU")
             + f' &nbsp; <span style="color:{palette.hexcolor(simulated["pen"])}">&#9671;</span> '
             + tr("simulated")
-            + " &nbsp; "
-            + tr("(hover a point for its details)")
+            + palette.mouse_hint(self.session, "&nbsp; " + tr("(hover a point for its details)"))
         )
         trace = self.session.trace
         self.title.setText(

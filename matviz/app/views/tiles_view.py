@@ -570,9 +570,10 @@ class TilesView(Retranslating, QWidget):
             )
             + (" " + ", ".join(formulas) + "." if formulas else "")
             + " "
-            + tr(
-                "'0': outside the matrix (edge block). Hover a cell for its bank; zoom in "
-                "(mouse wheel) to read every cell."
+            + tr("'0': outside the matrix (edge block).")
+            + palette.mouse_hint(
+                self.session,
+                tr("Hover a cell for its bank; zoom in (mouse wheel) to read every cell."),
             )
         )
 
