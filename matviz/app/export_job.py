@@ -7,6 +7,7 @@ an error, Ctrl-C) removes it.
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,6 +24,31 @@ from matviz.export.atomic import AtomicOutput
 from matviz.export.writers import FixedPalette, FrameWriter, open_writer
 
 PALETTE_SAMPLES = 5  # frames the GIF palette is chosen from
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal ended the export; the exit code is 128 + ``signum``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _signals_between_frames() -> Iterator[list[int]]:
+    """Stop signals noted, not raised where they land: an exception raised inside one of Qt's
+    paint calls is printed and swallowed, so the export would go on and replace the user's file.
+    The loop acts on the list between frames."""
+    caught: list[int] = []
+    old = {s: signal.signal(s, lambda signum, _frame: caught.append(signum)) for s in STOP_SIGNALS}
+    try:
+        yield caught
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -96,8 +122,9 @@ class ExportJob:
                     break
         return self.done < self.total
 
-    def finish(self) -> Path:
-        """Close the file (a GIF is encoded now) and move it into place."""
+    def finish(self, stopped: Callable[[], int] = lambda: 0) -> Path:
+        """Close the file (a GIF is encoded now) and move it into place, unless ``stopped()``
+        names a signal that came meanwhile."""
         with self._guard():
             if self._file is not None:
                 for piece in self._pieces:  # nothing left unless step() was skipped
@@ -107,6 +134,9 @@ class ExportJob:
                 self.writer.close()
         self._file = self.writer = None
         self._close_renderer()
+        if signum := stopped():
+            self.abort()
+            raise Interrupted(signum)
         return self.output.commit()
 
     def abort(self) -> None:
@@ -122,14 +152,20 @@ class ExportJob:
         self.output.discard()
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> Path:
-        """The whole export in one call (the CLI)."""
-        self.start()
-        while self.step():
-            if progress:
+        """The whole export in one call (the CLI). A stop signal (Ctrl-C, SIGTERM, SIGHUP)
+        ends it between frames or before the rename: the partial file goes, the old file
+        stays, and :class:`Interrupted` says which signal it was."""
+        with _signals_between_frames() as caught:
+            self.start()
+            while not caught and self.step():
+                if progress:
+                    progress(self.done, self.total)
+            if not caught and progress:
                 progress(self.done, self.total)
-        if progress:
-            progress(self.done, self.total)
-        return self.finish()
+            if not caught:
+                return self.finish(stopped=lambda: caught[0] if caught else 0)
+            self.abort()
+            raise Interrupted(caught[0])
 
     # -- helpers ---------------------------------------------------------------------------------
     def _close_renderer(self) -> None:

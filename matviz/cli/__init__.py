@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `matviz kernels | head`
         sys.stdout = open(os.devnull, "w")
         return 0
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C; an export also ends so on SIGTERM and SIGHUP
         print("matviz: interrupted", file=sys.stderr)
-        return 130
+        return 128 + int(getattr(exc, "signum", 2))
 
 
 __all__ = ["COMMANDS", "build_parser", "main"]

@@ -103,3 +103,31 @@ def test_the_last_frame_of_a_gif_is_the_kernel_finished(
     end = f"{trace.duration_ns / 1000:,.1f}"
     assert f"<b>t = {end}</b> / {end} µs" in caption and "done" in caption
     assert not np.array_equal(frames[0], frames[-1])
+
+
+@pytest.mark.parametrize(("signum", "code"), [(2, 130), (15, 143)])
+def test_a_stop_signal_mid_export_keeps_the_old_file(mvz, tmp_path, signum, code):
+    # Qt swallows an exception raised inside its paint calls, so a Ctrl-C there used to be lost:
+    # the export went on and replaced the file with exit code 0
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "old.mp4"
+    out.write_bytes(b"the user's film")
+    cmd = [sys.executable, "-m", "matviz.cli", "export", str(mvz), "--fps", "30",
+           "--duration", "20", "--size", "320x180", "-o", str(out)]  # fmt: skip
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".old.*.part.mp4")) and time.monotonic() < deadline:
+        time.sleep(0.05)  # frames are being written
+    assert list(tmp_path.glob(".old.*.part.mp4")), "the export never started writing"
+    proc.send_signal(signal.Signals(signum))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code
+    assert err.strip().splitlines() == ["matviz: interrupted"]
+    assert out.read_bytes() == b"the user's film"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mvz.name, "old.mp4"])
