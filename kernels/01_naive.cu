@@ -7,6 +7,9 @@
 #ifndef TILE
 #define TILE 16
 #endif
+#ifndef B_COL_MAJOR
+#define B_COL_MAJOR 0
+#endif
 
 extern "C" __global__ void MV_LAUNCH_BOUNDS(TILE * TILE) mv_naive(const float *A, const float *B, float *C, int M, int N,
                                     int K MV_TRACE_PARAMS) {
@@ -17,7 +20,13 @@ extern "C" __global__ void MV_LAUNCH_BOUNDS(TILE * TILE) mv_naive(const float *A
     if (row < M && col < N) {
         float sum = 0.0f;  // the running sum lives in a register (§14)
         for (int k = 0; k < K; ++k) {
-            sum += A[row * K + k] * B[k * N + col];
+#if B_COL_MAJOR
+            // B column-major (§28): element (k, col) at col * K + k, so the lanes of a warp,
+            // consecutive in col, read addresses K floats apart: one sector each
+            sum += A[row * K + k] * B[col * K + k];
+#else
+            sum += A[row * K + k] * B[k * N + col];  // lanes read consecutive floats of a row
+#endif
         }
         C[row * N + col] = sum;
     }

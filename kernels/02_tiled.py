@@ -1,6 +1,7 @@
 """02_tiled: the lesson's tiled kernel, T x T tiles of A and B in shared memory (§6-17, §26-27)."""
 
 from matviz.core.kernel import (
+    GlobalAccess,
     Kernel,
     KStep,
     Launch,
@@ -46,6 +47,11 @@ KERNEL = Kernel(
              at=lambda th, p: (th.ty, th.k)),
         Site("ld_Bs", "load", "Bs", "compute", repeat=lambda p: p.tile,
              at=lambda th, p: (th.k, th.tx)),
+    ),  # fmt: skip
+    # C[by*T + ty][bx*T + tx] = sum, once per thread
+    global_accesses=(
+        GlobalAccess("st_C", "store", "C",
+                     at=lambda th, p: (th.by * p.tile + th.ty, th.bx * p.tile + th.tx)),
     ),  # fmt: skip
     kstep=KStep(
         depth=lambda p: p.tile,

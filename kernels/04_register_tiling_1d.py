@@ -2,6 +2,7 @@
 
 from matviz.core.kernel import (
     Constraint,
+    GlobalAccess,
     Kernel,
     KStep,
     Launch,
@@ -81,6 +82,12 @@ KERNEL = Kernel(
              at=lambda th, p: (th.k, th.tid % p.BN)),
         Site("ld_As", "load", "As", "compute", repeat=lambda p: p.BK * p.TM,
              at=lambda th, p: (th.tid // p.BN * p.TM + th.k % p.TM, th.k // p.TM)),
+    ),  # fmt: skip
+    # C[by*BM + (tid / BN)*TM + r][bx*BN + tid % BN] = acc[r] for r < TM
+    global_accesses=(
+        GlobalAccess("st_C", "store", "C", repeat=lambda p: p.TM,
+                     at=lambda th, p: (th.by * p.BM + th.tid // p.BN * p.TM + th.k,
+                                       th.bx * p.BN + th.tid % p.BN)),
     ),  # fmt: skip
     kstep=KStep(
         depth=lambda p: p.BK,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import re
 
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import QElapsedTimer, QUrl, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -28,6 +28,10 @@ from PySide6.QtWidgets import (
 from matviz.app.i18n import LANGUAGES, Retranslating, current_language, set_language, tr
 from matviz.app.session import Session
 from matviz.core.explain import explain, trace_facts
+
+# While playing, the words change every frame, faster than anyone reads them; laying out the
+# rich text costs a few ms a frame, so the panel follows the playhead at this interval.
+PLAYING_TEXT_MS = 100
 
 # Lesson 8 (and the article) section by section: (first §, last §, topic, views that show it).
 # A section maps to the narrowest row that holds it. Topics and view names are translated.
@@ -161,8 +165,10 @@ class ExplainPanel(Retranslating, QWidget):
         layout.addLayout(top)
         layout.addWidget(self.text, 1)
 
+        self._since = QElapsedTimer()  # since the last refresh
         session.traceChanged.connect(self._trace_changed)
-        session.playheadChanged.connect(self.refresh)
+        session.playheadChanged.connect(self._on_playhead)
+        session.playingChanged.connect(self.refresh)  # a pause shows the exact frame
         session.selectionChanged.connect(self.refresh)
         self.retranslate()
         self._trace_changed()
@@ -175,7 +181,14 @@ class ExplainPanel(Retranslating, QWidget):
         self._facts_html = ""
         self.refresh()
 
+    def _on_playhead(self, _ns: int) -> None:
+        if self.session.playing and self._since.isValid():
+            if self._since.elapsed() < PLAYING_TEXT_MS:
+                return
+        self.refresh()
+
     def refresh(self, *_: object) -> None:
+        self._since.start()
         trace = self.session.trace
         if trace is None:
             self._set_html(f"<p>{html.escape(tr('Open a trace or start a run.'))}</p>")

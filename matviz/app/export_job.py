@@ -74,9 +74,12 @@ class ExportJob:
         self.trace, self.opts = trace, opts
         self.path = Path(out)
         opt.format_for(self.path, opts.format)
+        self.plan: perfetto.Plan | None = None
+        self.written = 0  # bytes of Perfetto JSON (before gzip)
         if opts.format == "perfetto":
             self.times = np.zeros(0, np.int64)
-            self.total = perfetto.piece_count(trace)
+            self.plan = perfetto.Plan(trace, opts.max_events)
+            self.total = self.plan.pieces()
         else:
             self.times = opt.frame_times(opts, trace.duration_ns)
             self.block = opt.selected_block(opts, trace.grid)
@@ -92,7 +95,7 @@ class ExportJob:
     def start(self) -> None:
         with self._guard():
             if self.opts.format == "perfetto":
-                self._pieces = perfetto.iter_json(self.trace)
+                self._pieces = perfetto.iter_json(self.trace, plan=self.plan)
                 self._file = perfetto.open_output(self.output.tmp, self.path)  # closed in finish
                 return
             from matviz.app.export_render import FrameRenderer, key_colours
@@ -114,7 +117,9 @@ class ExportJob:
         with self._guard():
             while self.done < self.total:
                 if self._pieces is not None:
-                    self._file.write(next(self._pieces))
+                    piece = next(self._pieces)
+                    self._file.write(piece)
+                    self.written += len(piece)
                 else:
                     self.writer.write(self.renderer.render(int(self.times[self.done])))
                 self.done += 1
@@ -129,6 +134,7 @@ class ExportJob:
             if self._file is not None:
                 for piece in self._pieces:  # nothing left unless step() was skipped
                     self._file.write(piece)
+                    self.written += len(piece)
                 self._file.close()
             elif self.writer is not None:
                 self.writer.close()

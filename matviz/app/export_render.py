@@ -14,11 +14,16 @@ refreshes); the views' session is not interactive, so they write no hover or cli
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from typing import IO
 
 import numpy as np
+from pyqtgraph import debug as pg_debug
 from PySide6.QtCore import (
     QCoreApplication,
     QEvent,
@@ -34,6 +39,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QBoxLayout,
     QComboBox,
+    QGraphicsItem,
     QLabel,
     QLayout,
     QLineEdit,
@@ -55,6 +61,8 @@ from matviz.app.views.tiles_view import A_TINTS, B_TINTS, TilesView
 from matviz.core.runs import RunPoint
 from matviz.core.timeline import BlockState, Timeline
 from matviz.core.trace import Trace
+from matviz.errors import MatvizError
+from matviz.export.options import logical_size
 
 VIEW_CLASSES = {
     "grid": GridView,
@@ -63,20 +71,12 @@ VIEW_CLASSES = {
     "banks": BanksView,
     "throughput": ThroughputView,
 }
-# Smallest logical size at which each view's texts and panels fit; smaller outputs are
-# rendered at this size (same aspect as asked) and scaled down.
-LAYOUT_MIN = {
-    "all": (1760, 990),
-    "grid": (640, 520),
-    "sm": (900, 520),
-    "tiles": (960, 600),
-    "banks": (760, 520),
-    "throughput": (760, 520),
-}
 CAPTION_BACKGROUND = "#f2f2f4"
 # Widgets a video cannot use: hidden in every frame (combo and spin boxes leave their value
 # as a label).
 INPUT_WIDGETS = (QComboBox, QAbstractSpinBox, QAbstractButton, QSlider, QLineEdit)
+
+
 def _layout_holding(layout: QLayout | None, widget: QWidget) -> tuple[QLayout, int] | None:
     """The (nested) layout that holds ``widget`` and its index there."""
     if layout is None:
@@ -117,24 +117,117 @@ def _drop_offscreen_noise() -> None:
     previous = qInstallMessageHandler(handler)
 
 
+class _HeldStderr:
+    """Output to stderr, Python's and the C library's (descriptor 2), kept back until
+    :meth:`pass_on`; none of it when the caller drops it."""
+
+    def __init__(self) -> None:
+        self.text = io.StringIO()
+        self.raw = b""
+        self._saved: tuple[int, IO[bytes]] | None = None
+        try:
+            if sys.stderr is not None:
+                sys.stderr.flush()
+            spool = tempfile.TemporaryFile()
+            saved = os.dup(2)
+            os.dup2(spool.fileno(), 2)
+            self._saved = saved, spool
+        except (OSError, ValueError):  # no descriptor 2 (a windowed app): nothing to hold
+            self._saved = None
+
+    def stop(self) -> None:
+        if self._saved is None:
+            return
+        saved, spool = self._saved
+        self._saved = None
+        os.dup2(saved, 2)
+        os.close(saved)
+        spool.seek(0)
+        self.raw = spool.read()
+        spool.close()
+
+    def pass_on(self) -> None:
+        if self.raw:
+            os.write(2, self.raw)
+        if self.text.getvalue() and sys.stderr is not None:
+            sys.stderr.write(self.text.getvalue())
+
+
+@contextlib.contextmanager
+def _failing_views(what: str, views: dict[str, QWidget]) -> Iterator[None]:
+    """Any exception inside the views fails the frame with one line. Qt hands those raised
+    in slots to ``sys.excepthook`` (printed, then drawing goes on), and pyqtgraph's curve and
+    scatter ``paint()`` print theirs as an "Ignored exception" warning: either way the frame
+    would be wrong, and the export would write it to the file as if nothing happened. (Those
+    must not be raised again inside paint(): an exception leaving a QGraphicsItem's paint
+    crashes PySide.)"""
+    caught: list[BaseException] = []
+    previous_hook, previous_print = sys.excepthook, pg_debug.printExc
+    sys.excepthook = lambda _type, value, _tb: caught.append(value)
+    pg_debug.printExc = lambda *_args, **_kwargs: caught.append(sys.exc_info()[1])
+    # PySide also writes "Error calling Python override of ..." straight to file descriptor 2:
+    # stderr is kept back, and passed on only when the frame is fine (Qt's own messages).
+    held = _HeldStderr()
+    try:
+        with contextlib.redirect_stderr(held.text):
+            try:
+                yield
+            except (MatvizError, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # raised through grab(): a paintEvent, a resize, a layout
+                caught.append(exc)
+    finally:
+        sys.excepthook, pg_debug.printExc = previous_hook, previous_print
+        held.stop()
+    failures = [exc for exc in caught if exc is not None]
+    for exc in failures:
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C inside a slot is still Ctrl-C
+            raise exc
+    if not failures:
+        held.pass_on()
+        return
+    exc = failures[0]
+    culprit = _view_of(exc, views)
+    where = f"the {culprit} view" if culprit else "the views"
+    detail = f"{type(exc).__name__}: {_last_line(str(exc))}"
+    raise MatvizError(f"cannot draw {where} {what}: {detail}") from None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def _view_of(exc: BaseException, views: dict[str, QWidget]) -> str:
+    """The name of the view whose widget or plot item raised ``exc`` (innermost), or ''."""
+    found, tb = "", exc.__traceback__
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        args = local.get("args")  # pyqtgraph's warnOnException wrapper: (self, painter, ...)
+        for owner in (local.get("self"), args[0] if isinstance(args, tuple) and args else None):
+            widget = _widget_of(owner)
+            for name, view in views.items():
+                if widget is not None and (widget is view or view.isAncestorOf(widget)):
+                    found = name
+        tb = tb.tb_next
+    return found
+
+
+def _widget_of(obj: object) -> QWidget | None:
+    """``obj`` if a widget; the view showing it if a plot item."""
+    if isinstance(obj, QWidget):
+        return obj
+    if isinstance(obj, QGraphicsItem) and obj.scene() is not None and obj.scene().views():
+        return obj.scene().views()[0]
+    return None
+
+
 def key_colours() -> list[tuple[int, int, int]]:
     """Colours that must survive GIF quantisation exactly: states, marks, tints, waves."""
     colours = [*palette.STATE_COLORS.values(), *palette.WAVE_COLORS]
     colours += [palette.HIGHLIGHT, palette.PLAYHEAD, palette.SIMULATED, palette.FOREGROUND]
     colours += [palette.EMPTY, (255, 255, 255), (0, 0, 0), *A_TINTS, *B_TINTS]
     return colours
-
-
-def logical_size(views: tuple[str, ...], size: tuple[int, int]) -> tuple[int, int]:
-    """The size to lay the views out at: ``size`` scaled up (aspect kept) until they fit."""
-    if views == ("all",):
-        min_w, min_h = LAYOUT_MIN["all"]
-    else:
-        min_w = sum(LAYOUT_MIN[v][0] for v in views)
-        min_h = max(LAYOUT_MIN[v][1] for v in views)
-    w, h = size
-    scale = max(1.0, min_w / w, min_h / h)
-    return round(w * scale), round(h * scale)
 
 
 def to_rgb(image: QImage) -> np.ndarray:
@@ -190,15 +283,20 @@ class FrameRenderer:
         self._apply_shares()
         # As in the main window: views laid out first, then the trace arrives (pyqtgraph's
         # layouts keep odd row heights when they first meet their content before a resize).
-        QCoreApplication.processEvents()
-        self.session.set_trace(trace)
-        for point in runs if runs else [RunPoint.from_trace(trace)]:  # the throughput plot
-            self.session.add_run(point)
-        self.session.select_block(block)
-        self.timeline: Timeline = self.session.timeline
-        self._static_texts()
-        for _ in range(5):  # nested layouts (widgets, then pyqtgraph's) settle in a few rounds
-            QCoreApplication.processEvents()
+        try:
+            with _failing_views("for this trace", self.views):
+                QCoreApplication.processEvents()
+                self.session.set_trace(trace)
+                for point in runs if runs else [RunPoint.from_trace(trace)]:  # throughput
+                    self.session.add_run(point)
+                self.session.select_block(block)
+                self.timeline: Timeline = self.session.timeline
+                self._static_texts()
+                for _ in range(5):  # nested layouts (widgets, then pyqtgraph's) settle
+                    QCoreApplication.processEvents()
+        except BaseException:
+            self.close()  # no window is left behind when the views cannot show the trace
+            raise
 
     def _compose(self, views: tuple[str, ...]) -> QWidget:
         """'all': the main window's arrangement; a list: the views side by side."""
@@ -292,15 +390,19 @@ class FrameRenderer:
         )
 
     def render(self, t_ns: int) -> np.ndarray:
-        """The frame with the playhead at ``t_ns``: (H, W, 3) uint8 at the requested size."""
-        self.session.set_playhead(int(t_ns))
-        if self.caption is not None:
-            self.caption.setText(self.caption_html(int(t_ns)))
-        self._static_texts()
-        # Labels whose text changed ask for a new layout; do only that (no input events, so
-        # the GUI cannot re-enter the export while a frame is drawn).
-        QCoreApplication.sendPostedEvents(None, QEvent.LayoutRequest)
-        image = self.container.grab().toImage()
+        """The frame with the playhead at ``t_ns``: (H, W, 3) uint8 at the requested size.
+
+        A view that fails while drawing it fails the frame (MatvizError)."""
+        t_ns = int(t_ns)  # any size: the session keeps 64-bit nanoseconds
+        with _failing_views(f"at t = {t_ns / 1000:,.1f} µs", self.views):
+            self.session.set_playhead(t_ns)
+            if self.caption is not None:
+                self.caption.setText(self.caption_html(t_ns))
+            self._static_texts()
+            # Labels whose text changed ask for a new layout; do only that (no input events,
+            # so the GUI cannot re-enter the export while a frame is drawn).
+            QCoreApplication.sendPostedEvents(None, QEvent.LayoutRequest)
+            image = self.container.grab().toImage()
         w, h = self.size
         if (image.width(), image.height()) != (w, h):
             image = image.scaled(w, h, Qt.IgnoreAspectRatio, Qt.SmoothTransformation)

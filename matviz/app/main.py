@@ -12,26 +12,35 @@ from matviz.errors import MatvizError
 def run_gui(argv: list[str] | None = None) -> int:
     """Open the main window on ``argv[0]`` (a .mvz) or the default trace; returns the exit code.
 
-    A file that cannot be read raises MatvizError before any window opens.
+    A file that cannot be read shows one dialog, then raises MatvizError (the command line
+    prints it and exits with code 2) before the main window is built.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    trace = load_trace(argv[0]) if argv else None  # fail before Qt starts
+    try:
+        trace = load_trace(argv[0]) if argv else None
+    except MatvizError as exc:
+        error = exc
+    else:
+        error = None
 
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
     from matviz.app.i18n import cjk_font_notice, initial_language, set_language
-    from matviz.app.main_window import MainWindow
+    from matviz.app.main_window import MainWindow, show_file_error
 
     app = QApplication.instance() or QApplication([sys.argv[0], *argv[1:]])
     app.setOrganizationName("matviz")
     app.setApplicationName("matviz")
     settings = QSettings("matviz", "matviz")
     set_language(initial_language(settings.value("language")))  # a zh locale starts in Chinese
+    if error is not None:  # started from a file manager there is no terminal to read
+        show_file_error(None, str(error))
+        raise error
     window = MainWindow(trace, replay=True, settings=settings)
     if notice := cjk_font_notice():  # Chinese chosen, but no font can draw it: say so
         window.statusBar().showMessage(notice)
-    if argv:
+    if argv and window.session.trace is trace:  # refused traces leave the default in place
         window.trace_path = Path(argv[0])
         window._remember(Path(argv[0]))
     window.show()

@@ -1,8 +1,9 @@
 """The main window: run controls (left), the five linked views (centre), explanations (right).
 
 Every finished run becomes the session's trace and one more point of the throughput plot.
-Errors never open a dialog: they show as a red line in the status bar, and the current trace
-and settings stay as they were.
+A run's errors show as a red line in the status bar; a trace that cannot be shown (a bad file,
+an unreadable run result) also opens one dialog with the one-line message. Either way the
+current trace and settings stay as they were.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
     QMainWindow,
+    QMessageBox,
     QScrollArea,
     QSplitter,
     QStackedWidget,
@@ -32,9 +34,11 @@ from matviz.app.runner import Runner
 from matviz.app.session import Session
 from matviz.app.status_line import RecentFiles, StatusLine, config_label, source_label
 from matviz.app.views.banks_view import BanksView
+from matviz.app.views.coalescing_view import CoalescingView
 from matviz.app.views.diagnostics_view import DiagnosticsView
 from matviz.app.views.grid_view import GridView
 from matviz.app.views.sm_lanes import SmLanesView
+from matviz.app.views.source_view import SourceView
 from matviz.app.views.throughput_view import ThroughputView
 from matviz.app.views.tiles_view import TilesView
 from matviz.core.runs import RunPoint
@@ -45,12 +49,23 @@ from matviz.paths import TRACE_DIR
 
 # Below either size the views go on tabs (projectors: 1280x720, 1366x768, 1280x800).
 COMPACT_WIDTH, COMPACT_HEIGHT = 1500, 880
+MEMORY_TABS = ("banks", "coalescing", "source")  # views that share one place as tabs
 BUNDLED_TRACE = TRACE_DIR / "tiled_t32_p0_1024.mvz"
 # What the start-up shows when the bundled recording is missing: the same setup, simulated.
 DEFAULT_RUN = {
     "kernel": "tiled", "M": 1024, "N": 1024, "K": 1024, "params": {"tile": 32, "pad": 0},
     "backend": "sim", "level": 3,
 }  # fmt: skip
+
+
+def one_line(message: str) -> str:
+    """A message on one line (a file's error may quote text with line breaks)."""
+    return " ".join(str(message).split())
+
+
+def show_file_error(parent: QWidget | None, message: str) -> None:
+    """The one dialog for a trace that cannot be shown (tests replace QMessageBox.warning)."""
+    QMessageBox.warning(parent, tr("Open trace"), one_line(message))
 
 
 class MainWindow(Retranslating, QMainWindow):
@@ -84,15 +99,17 @@ class MainWindow(Retranslating, QMainWindow):
         self.controls.runRequested.connect(self.start_run)
         self.runner.finished.connect(self._run_finished)
         self.runner.failed.connect(lambda msg: self.show_error(tr("Run failed: ") + msg))
+        self.runner.unreadable.connect(lambda msg: self.refuse(tr("Run failed: ") + msg))
         self.runner.progress.connect(self.status.set_progress)
         self.runner.busyChanged.connect(self.status.set_busy)
         self.session.traceChanged.connect(self._update_title)
+        self.lanes_view.laidOut.connect(self._update_title)  # huge traces: lanes come later
         self.explain.languageChanged.connect(lambda code: self.settings.setValue("language", code))
         self.retranslate()
 
-        if trace is not None:
-            self.show_trace(trace, replay=replay)
-        elif load_default:
+        if trace is not None and self.show_trace(trace, replay=replay):
+            return
+        if load_default:
             self.load_default()
 
     # -- layout ----------------------------------------------------------------------------
@@ -100,14 +117,23 @@ class MainWindow(Retranslating, QMainWindow):
         s = self.session
         self.grid_view, self.lanes_view = GridView(s), SmLanesView(s)
         self.tiles_view, self.banks_view = TilesView(s), BanksView(s)
+        self.coalescing_view, self.source_view = CoalescingView(s), SourceView(s)
         self.throughput_view = ThroughputView(s)
         self.views = {
             "grid": self.grid_view,
             "sm_lanes": self.lanes_view,
             "tiles": self.tiles_view,
             "banks": self.banks_view,
+            "coalescing": self.coalescing_view,
+            "source": self.source_view,
             "throughput": self.throughput_view,
         }
+        # shared memory, global memory and the code share one place, as tabs
+        self.memory_tabs = QTabWidget(documentMode=True)
+        for name in MEMORY_TABS:
+            self.memory_tabs.addTab(self.views[name], "")
+        placed = {name: view for name, view in self.views.items() if name not in MEMORY_TABS}
+        self._placed: dict[str, QWidget] = {**placed, "memory": self.memory_tabs}
         # Wide windows show all five views at once. Minimum widths decide the split: the tiles
         # view needs ~560 px, the throughput plot ~500, the banks plot ~400, so banks and
         # throughput share a column on the right.
@@ -128,7 +154,7 @@ class MainWindow(Retranslating, QMainWindow):
             "grid": ((top, 0), (pages[0], 0)),
             "sm_lanes": ((top, 1), (pages[0], 1)),
             "tiles": ((left, 1), (pages[1], 0)),
-            "banks": ((right, 0), (pages[2], 0)),
+            "memory": ((right, 0), (pages[2], 0)),
             "throughput": ((right, 1), (pages[2], 1)),
         }
         self._wide_splitters = (top, left, right, self.splitter)  # innermost first
@@ -158,7 +184,7 @@ class MainWindow(Retranslating, QMainWindow):
         which = 1 if compact else 0
         for name, places in self._places.items():
             split, index = places[which]
-            split.insertWidget(index, self.views[name])
+            split.insertWidget(index, self._placed[name])
         if compact:
             self._pages[0].setSizes([500, 500])
             self._pages[2].setSizes([580, 420])  # the banks axis needs 32 labels
@@ -271,7 +297,7 @@ class MainWindow(Retranslating, QMainWindow):
             self.color_actions[mode] = action
         self.session.colorModeChanged.connect(lambda m: self.color_actions[m].setChecked(True))
         self.view_menu.addSeparator()
-        self.panel_actions = {}  # the five views: each can be hidden for more room
+        self.panel_actions = {}  # every view can be hidden for more room
         for name, view in self.views.items():
             action = QAction(self, checkable=True, checked=True)
             action.toggled.connect(lambda on, v=view: self._show_view(v, on))
@@ -294,14 +320,20 @@ class MainWindow(Retranslating, QMainWindow):
 
     def _show_view(self, view: QWidget, visible: bool) -> None:
         """Hide or show one view; a splitter or tab whose views are all hidden hides as well."""
-        view.setVisible(visible)
+        if self.memory_tabs.indexOf(view) < 0:
+            view.setVisible(visible)
         self._sync_hidden()
 
     def _sync_hidden(self) -> None:
         if not hasattr(self, "panel_actions"):
             return
         for name, action in self.panel_actions.items():
-            self.views[name].setVisible(action.isChecked())
+            if name in MEMORY_TABS:
+                self.memory_tabs.setTabVisible(MEMORY_TABS.index(name), action.isChecked())
+            else:
+                self.views[name].setVisible(action.isChecked())
+        tabs_shown = any(self.panel_actions[name].isChecked() for name in MEMORY_TABS)
+        self.memory_tabs.setVisible(tabs_shown)
         for split in self._wide_splitters:  # innermost first
             shown = any(not split.widget(i).isHidden() for i in range(split.count()))
             split.setVisible(shown)
@@ -322,15 +354,23 @@ class MainWindow(Retranslating, QMainWindow):
 
         The other bundled recordings become points of the throughput plot from the start, so
         the first thing on screen already compares tile sizes and padding measured on an H200.
+        A damaged recording costs its plot point and one dialog for all of them.
         """
+        damaged: list[str] = []
         for path in sorted(BUNDLED_TRACE.parent.glob("*.mvz")):
             if path != BUNDLED_TRACE:
                 try:
-                    self.session.add_run(RunPoint.from_trace(load_trace(path)))
-                except MatvizError:
-                    continue  # a damaged extra recording only costs its plot point
-        if BUNDLED_TRACE.is_file() and self.open_file(BUNDLED_TRACE, remember=False):
-            return
+                    point = RunPoint.from_trace(load_trace(path))
+                except MatvizError as exc:
+                    damaged.append(self._file_message(path, exc))
+                    continue
+                self.session.add_run(point)
+        if BUNDLED_TRACE.is_file():
+            read = self._read(BUNDLED_TRACE, damaged)
+            if read is not None and self.show_trace(read[0], path=BUNDLED_TRACE, point=read[1]):
+                self._report(damaged)
+                return
+        self._report(damaged)
         # In-process (fast, cannot crash); with the description's register estimate, so no
         # nvcc runs on the GUI thread.
         from matviz.backends.contract import RunRequest
@@ -340,35 +380,69 @@ class MainWindow(Retranslating, QMainWindow):
         registers = request.config().kernel.registers
         self.show_trace(simulate(request, registers=registers), replay=True)
 
-    def show_trace(self, trace: Trace, replay: bool = True, path: Path | None = None) -> None:
+    def _report(self, messages: list[str]) -> None:
+        if messages:
+            more = f" (+{len(messages) - 1} more)" if len(messages) > 1 else ""
+            self.refuse(messages[0] + more)
+
+    @staticmethod
+    def _file_message(path: Path, exc: Exception) -> str:
+        message = one_line(str(exc))
+        return message if str(path) in message else f"cannot show {path}: {message}"
+
+    def _read(self, path: Path, errors: list[str]) -> tuple[Trace, RunPoint] | None:
+        """The trace in ``path`` and its throughput point, or None (its message appended)."""
+        try:
+            trace = load_trace(path)
+            # every view and the throughput point read the kernel's description and stats
+            return trace, RunPoint.from_trace(trace)
+        except MatvizError as exc:
+            errors.append(self._file_message(path, exc))
+            return None
+
+    def show_trace(
+        self,
+        trace: Trace,
+        replay: bool = True,
+        path: Path | None = None,
+        *,
+        point: RunPoint | None = None,
+    ) -> bool:
         """Make ``trace`` current: views, title, one throughput point; for a trace that did not
-        come from the controls (a file, the start-up trace) the controls show its settings."""
+        come from the controls (a file, the start-up trace) the controls show its settings.
+
+        A trace whose description or stats cannot be read is refused (one dialog), False."""
+        if point is None:
+            try:
+                point = RunPoint.from_trace(trace)
+            except MatvizError as exc:
+                self.refuse(f"cannot show {path or 'this trace'}: {one_line(str(exc))}")
+                return False
         self.replay = replay
         self.trace_path = path
         fraction = self._playhead_fraction()
         self.session.set_trace(trace, source_label(trace, replay))
         if fraction:
-            self.session.set_playhead(round(fraction * trace.duration_ns))
-        point = RunPoint.from_trace(trace)
+            self.session.set_playhead(round(fraction * self.session.duration_ns))
         if point not in self.session.runs:
             self.session.add_run(point)
         if replay:  # a run's settings are already in the controls, or newer edits are
             self.controls.show_config(trace)
         self.clear_error()
         self._update_title()
+        return True
 
     def open_file(self, path: str | Path, remember: bool = True) -> bool:
-        """Load a .mvz; on failure show the error line and keep the current trace."""
+        """Load a .mvz; on failure show one dialog (and the error line), keep the current trace."""
         path = Path(path)
-        try:
-            trace = load_trace(path)
-            _ = trace.config  # every view reads the kernel's description: it must be known here
-        except MatvizError as exc:
-            message = str(exc)
-            self.show_error(message if str(path) in message else f"cannot show {path}: {message}")
+        errors: list[str] = []
+        read = self._read(path, errors)
+        if read is None:
+            self.refuse(errors[0])
             return False
         self.runner.cancel()  # a run finishing later must not replace what was just opened
-        self.show_trace(trace, replay=True, path=path)
+        if not self.show_trace(read[0], replay=True, path=path, point=read[1]):
+            return False
         if remember:
             self._remember(path)
         return True
@@ -396,13 +470,13 @@ class MainWindow(Retranslating, QMainWindow):
         self.runner.start(job)
 
     def _run_finished(self, trace: Trace) -> None:
-        self.show_trace(trace, replay=False)
+        self.show_trace(trace, replay=False)  # refused with a dialog when unreadable
 
     def _playhead_fraction(self) -> float:
         trace = self.session.trace
-        if trace is None or not trace.duration_ns:
+        if trace is None or not self.session.duration_ns:
             return 0.0
-        return self.session.playhead_ns / trace.duration_ns
+        return self.session.playhead_ns / self.session.duration_ns
 
     # -- errors ----------------------------------------------------------------------------
     @property
@@ -412,6 +486,12 @@ class MainWindow(Retranslating, QMainWindow):
     def show_error(self, message: str) -> None:
         """A non-modal red line in the status bar; nothing else changes."""
         self.status.show_error(message)
+
+    def refuse(self, message: str) -> None:
+        """A trace that cannot be shown: the red line and one dialog; nothing else changes."""
+        message = one_line(message)
+        self.show_error(message)
+        show_file_error(self, message)
 
     def clear_error(self) -> None:
         self.status.clear_error()
@@ -478,6 +558,9 @@ class MainWindow(Retranslating, QMainWindow):
         self.session.source_label = source
         self.setWindowTitle(f"matviz – {config_label(trace)} – {source}")
         self.status.set_source(trace, source, str(self.trace_path or ""))
+        self.status.set_detail(
+            len(trace.blocks), self.grid_view.sample_step, self.lanes_view.per_cell
+        )
 
     def retranslate(self) -> None:
         self.file_menu.setTitle(tr("&File"))
@@ -495,10 +578,14 @@ class MainWindow(Retranslating, QMainWindow):
             "sm_lanes": tr("SM &lanes"),
             "tiles": tr("&Tiles"),
             "banks": tr("&Banks"),
+            "coalescing": tr("&Coalescing"),
+            "source": tr("Kernel &source"),
             "throughput": tr("T&hroughput"),
         }
         for name, action in self.panel_actions.items():
             action.setText(names[name])
+        for i, name in enumerate(MEMORY_TABS):
+            self.memory_tabs.setTabText(i, names[name].replace("&", ""))
         for i, text in enumerate(
             (tr("Block grid · SM lanes"), tr("Tiles"), tr("Banks · Throughput"))
         ):

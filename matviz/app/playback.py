@@ -131,8 +131,7 @@ class PlaybackBar(Retranslating, QWidget):
     @property
     def rate(self) -> float:
         """Kernel nanoseconds per wall-clock second at the chosen speed."""
-        trace = self.session.trace
-        duration = trace.duration_ns if trace is not None else 0
+        duration = self.session.duration_ns if self.session.trace is not None else 0
         return duration / PLAY_SECONDS * float(self.speed.currentData())
 
     def actions_for_menu(self) -> list[QAction]:
@@ -143,19 +142,21 @@ class PlaybackBar(Retranslating, QWidget):
 
     def play(self) -> None:
         trace = self.session.trace
-        if trace is None or trace.duration_ns == 0:
+        if trace is None or self.session.duration_ns == 0:
             return
-        if self.session.playhead_ns >= trace.duration_ns:
+        if self.session.playhead_ns >= self.session.duration_ns:
             self.session.set_playhead(0)
         self._t = float(self.session.playhead_ns)
         self.frames = 0
         self._step = None
         self._clock.start()
         self._timer.start()
+        self.session.set_playing(True)
         self.retranslate()
 
     def pause(self) -> None:
         self._timer.stop()
+        self.session.set_playing(False)
         self.retranslate()
 
     def step(self, direction: int, whole_grid: bool = False) -> None:
@@ -179,7 +180,7 @@ class PlaybackBar(Retranslating, QWidget):
         """The playhead to the kernel's end, every block done (End)."""
         trace = self.session.trace
         if trace is not None:
-            self._jump(trace.duration_ns)
+            self._jump(self.session.duration_ns)
 
     @property
     def stepping(self) -> bool:
@@ -202,22 +203,21 @@ class PlaybackBar(Retranslating, QWidget):
             return
         self._t += self._clock.restart() / 1000.0 * self.rate
         self.frames += 1
-        if self._t >= trace.duration_ns:
-            self._t = trace.duration_ns
+        if self._t >= self.session.duration_ns:
+            self._t = float(self.session.duration_ns)
             self.pause()
         self.session.set_playhead(int(self._t))
 
     def _trace_changed(self) -> None:
         trace = self.session.trace
-        enabled = trace is not None and trace.duration_ns > 0
+        enabled = trace is not None and self.session.duration_ns > 0
         for widget in (*self._buttons, self.slider, self.speed):
             widget.setEnabled(enabled)
         self._t = float(self.session.playhead_ns)
         self._show_playhead(self.session.playhead_ns)
 
-    def _show_playhead(self, ns: int) -> None:
-        trace = self.session.trace
-        duration = trace.duration_ns if trace is not None else 0
+    def _show_playhead(self, ns: int) -> None:  # ns is 64-bit: the slider holds a fraction
+        duration = self.session.duration_ns if self.session.trace is not None else 0
         if int(self._t) != ns:  # moved from outside (slider, step, a click): play on from there
             self._t = float(ns)
         self.slider.blockSignals(True)
@@ -238,7 +238,7 @@ class PlaybackBar(Retranslating, QWidget):
         trace = self.session.trace
         if trace is not None:
             self._step = None
-            self.session.set_playhead(round(value / SLIDER_STEPS * trace.duration_ns))
+            self.session.set_playhead(round(value / SLIDER_STEPS * self.session.duration_ns))
 
     # -- language --------------------------------------------------------------------------
     def retranslate(self) -> None:

@@ -40,6 +40,7 @@ def _disconnect(proc: QProcess) -> None:
 class Runner(QObject):
     finished = Signal(object)  # Trace
     failed = Signal(str)  # one line for the user
+    unreadable = Signal(str)  # the run's trace file could not be read: one line
     progress = Signal(str)
     busyChanged = Signal(bool)
 
@@ -225,7 +226,8 @@ class Runner(QObject):
         try:
             trace: Trace = load_trace(path)
         except MatvizError as exc:
-            self._finish_with_error(str(exc))
+            self._done()
+            self.unreadable.emit(str(exc))
             return
         self._done()
         self.finished.emit(trace)

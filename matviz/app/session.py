@@ -17,11 +17,13 @@ COLOR_MODES = ("state", "sm")
 
 class Session(QObject):
     traceChanged = Signal()  # a new trace (and source label) is in place
-    playheadChanged = Signal(int)  # ns from kernel start
+    # ns from kernel start: a Python int, since Qt's int is 32-bit and traces pass 2**31 ns
+    playheadChanged = Signal(object)
     selectionChanged = Signal(int)  # linear block index
     runsChanged = Signal()  # the run history (throughput points) changed
     colorModeChanged = Signal(str)
     probeRowChanged = Signal(int)  # which probe record the banks view shows
+    playingChanged = Signal(bool)  # the playback animation started or stopped
 
     def __init__(self, parent: QObject | None = None, *, interactive: bool = True) -> None:
         super().__init__(parent)
@@ -29,7 +31,9 @@ class Session(QObject):
         self.trace: Trace | None = None
         self.timeline: Timeline | None = None  # derived once per trace, shared by every view
         self.source_label = ""
+        self.duration_ns = 0  # the trace's, cached: Trace.duration_ns scans every block
         self.playhead_ns = 0
+        self.playing = False  # texts may update less often than every animation frame
         self.selected_block = 0
         self.color_mode = "state"
         self.probe_row = 0
@@ -38,6 +42,7 @@ class Session(QObject):
     def set_trace(self, trace: Trace, source_label: str = "") -> None:
         self.trace = trace
         self.timeline = Timeline(trace)
+        self.duration_ns = int(trace.duration_ns)
         self.source_label = source_label or trace.provenance
         self.playhead_ns = 0
         self.selected_block = min(self.selected_block, len(trace.blocks) - 1)
@@ -47,10 +52,15 @@ class Session(QObject):
     def set_playhead(self, ns: int) -> None:
         if self.trace is None:
             return
-        ns = int(min(max(ns, 0), self.trace.duration_ns))
+        ns = int(min(max(int(ns), 0), self.duration_ns))
         if ns != self.playhead_ns:
             self.playhead_ns = ns
             self.playheadChanged.emit(ns)
+
+    def set_playing(self, playing: bool) -> None:
+        if playing != self.playing:
+            self.playing = bool(playing)
+            self.playingChanged.emit(self.playing)
 
     def select_block(self, index: int) -> None:
         if self.trace is None or not 0 <= index < len(self.trace.blocks):

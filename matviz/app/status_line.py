@@ -72,6 +72,7 @@ class StatusLine(Retranslating, QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.error = ""
+        self._detail: tuple[int, int, float] | None = None
         self.source = QLabel()
         self.error_label = QLabel()
         self.error_label.setStyleSheet(
@@ -81,6 +82,7 @@ class StatusLine(Retranslating, QWidget):
         # a long message is cut at the window edge, not widening it; the tooltip has it all
         self.error_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.error_label.hide()
+        self.detail = QLabel()  # how a very large trace is drawn (sampled views)
         self.note = QLabel()  # a passing remark ('Saved …') that clears itself
         self._note_timer = QTimer(self, singleShot=True, interval=NOTE_MS)
         self._note_timer.timeout.connect(self.note.clear)
@@ -93,6 +95,7 @@ class StatusLine(Retranslating, QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(4, 0, 4, 0)
         layout.addWidget(self.source)
+        layout.addWidget(self.detail)
         layout.addWidget(self.error_label, 4)
         layout.addWidget(self.note, 1)
         for widget in self._progress_widgets:
@@ -113,6 +116,26 @@ class StatusLine(Retranslating, QWidget):
         color = "#c85a00" if trace.is_simulated else "#1b5e20"
         self.source.setText(f"<b style='color:{color}'>{text}</b>")
         self.source.setToolTip(tooltip)
+
+    def set_detail(self, blocks: int, grid_step: int, per_cell: float) -> None:
+        """Say when the views draw a sample of the blocks: every ``grid_step``-th block of the
+        grid in x and y; ``per_cell`` blocks on average behind one SM-lane cell."""
+        self._detail = (blocks, grid_step, per_cell)
+        parts = []
+        if grid_step > 1:
+            parts.append(tr("block grid: 1 block of every {n}×{n}").format(n=grid_step))
+        if per_cell > 1:
+            parts.append(tr("SM lanes: 1 of ~{k:.0f} blocks per cell").format(k=per_cell))
+        if not parts:
+            self.detail.setText("")
+            self.detail.setToolTip("")
+            return
+        head = tr("{n:,} blocks, shown sampled").format(n=blocks)
+        self.detail.setText(f"<span style='color:#8a5a00'>{head}: {'; '.join(parts)}</span>")
+        self.detail.setToolTip(
+            tr("Too many blocks to draw one by one: each pixel of the block grid and each cell "
+               "of the SM lanes shows one block standing for its neighbours.")
+        )  # fmt: skip
 
     def show_error(self, message: str) -> None:
         self.error = message
@@ -145,8 +168,9 @@ class StatusLine(Retranslating, QWidget):
             widget.setVisible(show)
 
     def retranslate(self) -> None:
+        if self._detail is not None:
+            self.set_detail(*self._detail)
         self.cancel_button.setText(tr("Cancel"))
         self.cancel_button.setToolTip(tr("Stop the run; the current trace stays"))
         if self.progress_label.isHidden():
             self.progress_label.setText(tr("Running…"))
-

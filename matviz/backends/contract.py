@@ -18,7 +18,7 @@ from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 
 BACKENDS = ("cuda", "sim")
-MAX_BUDGET_MIB = 16 * 1024
+MAX_BUDGET_MIB = sampling.MAX_BUDGET_BYTES // 2**20  # why: matviz.core.sampling
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,10 @@ class RunRequest:
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise MatvizError(f"{name} must be a whole number >= {low} (got {value!r})")
         if self.budget_bytes > MAX_BUDGET_MIB * 2**20:
-            raise MatvizError(f"the trace budget may be at most {MAX_BUDGET_MIB} MiB")
+            raise MatvizError(
+                f"the trace budget may be at most {MAX_BUDGET_MIB} MiB (got "
+                f"{-(-self.budget_bytes // 2**20)} MiB): it bounds the run's memory"
+            )
         object.__setattr__(self, "probe_block", tuple(int(v) for v in self.probe_block))
         # the kernel's own parameter names and values, defaults filled in
         object.__setattr__(self, "params", get_kernel(self.kernel).resolve_params(self.params))

@@ -22,7 +22,7 @@ from matviz.core.config import KernelConfig
 from matviz.core.kernel import STATIC_SMEM_LIMIT
 from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy_dict
-from matviz.core.trace import Trace
+from matviz.core.trace import BLOCK_DTYPE, Trace
 from matviz.errors import MatvizError
 
 try:
@@ -72,7 +72,7 @@ class Recorder:
 
     # -- launching -------------------------------------------------------------------------
     def _launch(self, kernel, C, trace_args: tuple = ()) -> None:
-        args = (self.A, self.B, C, np.int32(self.M), np.int32(self.N), np.int32(self.K))
+        args = (*self.stored, C, np.int32(self.M), np.int32(self.N), np.int32(self.K))
         kernel(self.config.grid, self.config.block, args + trace_args)
 
     def _timed(self, fn) -> float:
@@ -91,6 +91,11 @@ class Recorder:
         rng = cupy.random.default_rng(int.from_bytes(os.urandom(8), "little"))
         self.A = rng.uniform(-1.0, 1.0, (self.M, self.K), dtype=cupy.float32)
         self.B = rng.uniform(-1.0, 1.0, (self.K, self.N), dtype=cupy.float32)
+        # what the kernel reads: a column-major matrix is its transpose, row-major (§28)
+        self.stored = tuple(
+            cupy.ascontiguousarray(m.T) if self.config.matrix_layout(name) == "col" else m
+            for name, m in (("A", self.A), ("B", self.B))
+        )
         ref = self.A.astype(cupy.float64) @ self.B.astype(cupy.float64)
         self.ref = ref
         self.ref_norm = float(cupy.linalg.norm(ref))
@@ -105,8 +110,16 @@ class Recorder:
     def _trace_buffers(self) -> _Buffers:
         c, req = self.config, self.request
         steps = max(c.n_steps, 1)
+        # the budget holds every block's record first, as in the simulator: the same stride
+        held = c.n_blocks * BLOCK_DTYPE.itemsize
+        if held > req.budget_bytes:
+            raise MatvizError(
+                f"{c.n_blocks} blocks need {-(-held // 2**20)} MiB of block records, more than "
+                f"the trace budget of {-(-req.budget_bytes // 2**20)} MiB; raise the budget "
+                f"(--budget-mib) or launch fewer blocks"
+            )
         phase_every = sampling.phase_every(
-            c.n_blocks, c.n_steps, req.budget_bytes, req.phase_every, marks=len(c.marks)
+            c.n_blocks, c.n_steps, req.budget_bytes - held, req.phase_every, marks=len(c.marks)
         )
         warp_every = sampling.warp_every(c.n_blocks, phase_every)
         phase_rows = self._rows(phase_every) if req.level >= 2 else 0

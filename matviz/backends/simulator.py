@@ -19,10 +19,17 @@ Randomness is a numpy Generator seeded with the request's ``seed`` (stored as th
 manifest's ``details.sim_seed``): the work of the
 j-th block of each SM and the SM speeds come from their own streams, so block times do not
 depend on the level or the trace budget.
+
+Memory: the trace budget covers every block's record and the scheduler's event time
+(``BLOCK_BYTES`` a block; a launch whose records alone exceed it is refused before anything is
+allocated), then the sampled rows' marks. Everything else is computed in chunks of fixed size
+(blocks from ``Fluid.placements``, phase rows in ``DETAIL_CHUNK``s), with the same bits as one
+pass: the chunks draw from the random streams in the same order.
 """
 
 from __future__ import annotations
 
+import copy
 import platform
 
 import numpy as np
@@ -53,7 +60,7 @@ from matviz.core.config import KernelConfig
 from matviz.core.kernel import STATIC_SMEM_LIMIT
 from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy
-from matviz.core.trace import Trace, make_blocks
+from matviz.core.trace import BLOCK_DTYPE, Trace
 from matviz.errors import MatvizError
 from matviz.toolchain.nvcc import registers_for
 
@@ -88,33 +95,50 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
         )
     model = block_model(config, occ, dev)
     n_blocks, n_tiles, sms = config.n_blocks, config.n_steps, dev["sm_count"]
+    budget = request.budget_bytes
+    held = n_blocks * BLOCK_BYTES
+    if held > budget:  # refuse before allocating: the trace holds every block's record
+        most = sampling.MAX_BUDGET_BYTES // 2**20
+        fix = (
+            f"raise the budget (--budget-mib, at most {most}) or launch fewer blocks"
+            if held <= sampling.MAX_BUDGET_BYTES
+            else f"even the largest budget ({most} MiB) is too small: launch fewer blocks"
+        )
+        raise MatvizError(
+            f"{n_blocks} blocks need {-(-held // 2**20)} MiB of block records, more than the "
+            f"trace budget of {-(-budget // 2**20)} MiB; {fix} (a larger tile or a smaller shape)"
+        )
     per_sm = model["blocks_per_sm_used"]
-    rng_total, rng_tile, rng_extra, rng_warp, rng_sm = (
-        np.random.default_rng(s) for s in np.random.SeedSequence(int(seed)).spawn(5)
-    )
+    seeds = np.random.SeedSequence(int(seed)).spawn(5)
+    total_seed = seeds[0]
+    rng_tile, rng_extra, rng_warp, rng_sm = (np.random.default_rng(s) for s in seeds[1:])
 
     # The SMs' schedule: each block's work is its alone duration x cap, scaled by its SM's speed.
     speed = np.clip(1.0 + constant(dev, "sm_speed_spread") * rng_sm.standard_normal(sms), 0.5, 2)
     base = model["alone_ns"] - skew_moments(model)[0]
-    rows = WorkRows(lambda n: total_skews(rng_total, model, (n, sms)))
-    work = WorkRows(lambda n: [model["cap"] * speed * (base + r) for r in rows.more(n)])
+
+    def new_work() -> WorkRows:  # a fresh stream each call: the scheduler may replay it
+        rng = np.random.default_rng(total_seed)
+        return WorkRows(
+            lambda n: [model["cap"] * speed * (base + r) for r in total_skews(rng, model, (n, sms))]
+        )
+
     shares = share_table(
         per_sm, model["cap"], config.warps, constant(dev, "priority_halving_warps")
     )
     first = min(n_blocks, sms * per_sm)
     stagger = min(dev["model"]["dispatch_interval_ns"], 0.25 * base * speed.min() / first)
-    fl = fluid_schedule(n_blocks, sms, per_sm, shares, work, stagger)
-    refill = fl.local >= per_sm
-    start = fl.join + refill * dev["model"]["block_launch_ns"]
-    end = np.maximum(fl.events[fl.local, fl.smid], start + 1.0)
-    blocks = make_blocks(*config.grid)
-    blocks["smid"] = fl.smid
-    blocks["start"] = np.rint(start)
-    blocks["end"] = np.rint(end)
+    fl = fluid_schedule(n_blocks, sms, per_sm, shares, new_work, stagger)
 
-    budget = request.budget_bytes
     every = (
-        sampling.phase_every(n_blocks, n_tiles, budget, request.phase_every, len(config.marks))
+        sampling.phase_every(
+            n_blocks,
+            n_tiles,
+            budget - held,
+            request.phase_every,
+            len(config.marks),
+            extra=DETAIL_ROW_BYTES,
+        )
         if level >= 2
         else 1
     )
@@ -123,45 +147,22 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
     warp_rows = np.arange(0, n_blocks, warp_every) if level >= 3 and n_tiles else np.zeros(0, int)
     extra = np.setdiff1d(warp_rows, phase_rows)  # warp-sampled blocks outside the phase sample
     detail = np.concatenate([phase_rows, extra])
+    blocks, place = _block_records(config, fl, dev["model"]["block_launch_ns"], detail)
     arrays: dict[str, np.ndarray] = {}
     if len(detail):
-        totals = np.array(rows.rows[: fl.local.max() + 1])[fl.local[detail], fl.smid[detail]]
-        skews = np.concatenate(
-            [
-                tile_skews(rng_tile, model, totals[: len(phase_rows)]),
-                tile_skews(rng_extra, model, totals[len(phase_rows) :]),
-            ]
-        )
-        offsets = tile_offsets(model, skews) - model["prologue_ns"]
-        begin = start[detail] + model["prologue_ns"]
-        finish = np.maximum(end[detail] - model["epilogue_ns"], begin)
-        frac = offsets / np.maximum(offsets[:, -1:], 1e-9)
-        marks = progress_times(fl, detail, begin, finish, frac)
-        sigma, n_phase = constant(dev, "shared_tile_jitter"), len(phase_rows)
-        for rng, part in ((rng_tile, slice(0, n_phase)), (rng_extra, slice(n_phase, None))):
-            marks[part] = shared_jitter(
-                rng, marks[part], begin[part], finish[part], offsets[part], sigma
-            )
-        marks = np.rint(marks).astype(np.int64)
-        issue = np.empty_like(marks[:, 0::2])
-        issue[:, 0] = np.rint(begin)
-        issue[:, 1:] = marks[:, 1:-1:2]  # a tile's loads go out when the last one is computed
-        # The model's k-step (see _check_kstep): a loading phase ending at barrier 0, then a
-        # computing phase ending at barrier 1, chained: the marks are issue, loaded, computed.
-        load, compute = config.phases
-        stamped = np.empty(issue.shape + (len(config.marks),), np.int64)
-        stamped[:, :, load.begin] = issue
-        stamped[:, :, load.end] = marks[:, 0::2]
-        stamped[:, :, compute.end] = marks[:, 1::2]
-        arrays.update(
-            phase_blocks=phase_rows.astype(np.int64),
-            marks=np.ascontiguousarray(stamped[:n_phase]),
-        )
-    if len(warp_rows):
+        totals = _replay_totals(total_seed, model, sms, place)
+        n_phase = len(phase_rows)
         where = _positions(detail, warp_rows)
-        released = np.stack([stamped[where, :, ph.end] for ph in (load, compute)], axis=-1)
-        begins = np.stack([stamped[where, :, ph.begin] for ph in (load, compute)], axis=-1)
-        arrive = warp_arrivals(rng_warp, model, skews[where], released, begins)
+        marks, kept = _detail_marks(
+            fl, model, config, dev, place, totals, n_phase, where, (rng_tile, rng_extra)
+        )
+        arrays.update(phase_blocks=phase_rows.astype(np.int64), marks=marks)
+    if len(warp_rows):
+        w_stamped, w_skews = kept
+        load, compute = config.phases
+        released = np.stack([w_stamped[:, :, ph.end] for ph in (load, compute)], axis=-1)
+        begins = np.stack([w_stamped[:, :, ph.begin] for ph in (load, compute)], axis=-1)
+        arrive = warp_arrivals(rng_warp, model, w_skews, released, begins)
         waits = np.maximum(released[:, :, None, :] - arrive, 0)
         order = np.argsort([load.barrier, compute.barrier])  # barrier_wait's last axis
         arrays.update(
@@ -211,6 +212,119 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
         details={"sim_seed": int(seed), "model": _model_details(model, dev)},
     )
     return Trace(manifest=manifest, blocks=blocks, **arrays)
+
+
+# Bytes each block holds however large the launch: its record and the scheduler's event time.
+BLOCK_BYTES = BLOCK_DTYPE.itemsize + 8
+# Bytes each phase (or warp) row holds besides its marks: its placement and summed skew.
+DETAIL_ROW_BYTES = 32
+DETAIL_CHUNK = 1 << 18  # marks (rows x 2 k-steps) per chunk: ~30 MB of float temporaries
+
+
+def _block_records(config: KernelConfig, fl, launch_ns: float, detail: np.ndarray):
+    """Every block's record, filled chunk by chunk from the placements, and the placements
+    (smid, local, join) of the ``detail`` blocks."""
+    n, gx, b = fl.n_blocks, config.grid[0], fl.per_sm
+    blocks = np.zeros(n, BLOCK_DTYPE)
+    order = np.argsort(detail, kind="stable")
+    sorted_ids = detail[order]
+    place = (
+        np.empty(len(detail), np.int64),
+        np.empty(len(detail), np.int64),
+        np.empty(len(detail)),
+    )
+    for lo, smid, local, join in fl.placements():
+        hi = lo + len(smid)
+        ids = np.arange(lo, hi)
+        part = blocks[lo:hi]
+        part["bx"] = ids % gx
+        part["by"] = ids // gx
+        start = join + (local >= b) * launch_ns  # a refill starts block_launch_ns later
+        part["smid"] = smid
+        part["start"] = np.rint(start)
+        part["end"] = np.rint(np.maximum(fl.events[local, smid], start + 1.0))
+        a, z = np.searchsorted(sorted_ids, [lo, hi])
+        pick, at = order[a:z], sorted_ids[a:z] - lo
+        for out, values in zip(place, (smid, local, join), strict=True):
+            out[pick] = values[at]
+    return blocks, place
+
+
+def _replay_totals(seed, model: dict, sms: int, place) -> np.ndarray:
+    """The summed skews the schedule drew for the placed blocks (row local, column smid),
+    drawn again from the same stream instead of keeping every row (8 bytes a block)."""
+    smid, local, _ = place
+    rng = np.random.default_rng(seed)
+    out = np.empty(len(local))
+    order = np.argsort(local, kind="stable")
+    sorted_local = local[order]
+    rows = max(1, DETAIL_CHUNK // sms)
+    for r0 in range(0, int(local.max()) + 1, rows):
+        drawn = total_skews(rng, model, (rows, sms))  # the draws run on: same values
+        a, z = np.searchsorted(sorted_local, [r0, r0 + rows])
+        pick = order[a:z]
+        out[pick] = drawn[local[pick] - r0, smid[pick]]
+    return out
+
+
+def _detail_marks(fl, model, config, dev, place, totals, n_phase, where, rngs):
+    """Marks of the phase rows (the first ``n_phase`` placed blocks) and, for the rows at
+    ``where``, their marks and skews (the warp sample), in chunks of rows.
+
+    The phase rows draw their skews from ``rng_tile``, then their jitter from it in the same
+    order, and the rest (warp rows outside the phase sample) from ``rng_extra``: as one pass
+    over all rows did. The jitter draws of a chunk come from a second generator advanced
+    past every phase row's skew draws.
+    """
+    rng_tile, rng_extra = rngs
+    n_tiles, n_marks = config.n_steps, len(config.marks)
+    sigma = constant(dev, "shared_tile_jitter")
+    launch = dev["model"]["block_launch_ns"]
+    marks = np.empty((n_phase, n_tiles, n_marks), np.int64)
+    w_stamped = np.empty((len(where), n_tiles, n_marks), np.int64)
+    w_skews = np.empty((len(where), n_tiles, 2))
+    rows = max(1, DETAIL_CHUNK // (2 * n_tiles))
+    rng_jitter = rng_tile
+    if sigma > 0 and n_phase:
+        rng_jitter = copy.deepcopy(rng_tile)
+        for r0 in range(0, n_phase, rows):  # the skew draws of every chunk
+            rng_jitter.random((min(rows, n_phase - r0), n_tiles, 2), dtype=np.float32)
+    spans = [(r0, min(r0 + rows, n_phase), rng_tile, rng_jitter) for r0 in range(0, n_phase, rows)]
+    if len(totals) > n_phase:
+        spans.append((n_phase, len(totals), rng_extra, rng_extra))
+    for r0, r1, rng_skew, rng_jit in spans:
+        smid, local, join = (p[r0:r1] for p in place)
+        start = join + (local >= fl.per_sm) * launch
+        end = np.maximum(fl.events[local, smid], start + 1.0)
+        skews = tile_skews(rng_skew, model, totals[r0:r1])
+        offsets = tile_offsets(model, skews) - model["prologue_ns"]
+        begin = start + model["prologue_ns"]
+        finish = np.maximum(end - model["epilogue_ns"], begin)
+        frac = offsets / np.maximum(offsets[:, -1:], 1e-9)
+        times = progress_times(fl, smid, local, join, begin, finish, frac, r0)
+        times = shared_jitter(rng_jit, times, begin, finish, offsets, sigma)
+        stamped = _stamp(config, np.rint(times).astype(np.int64), begin)
+        if r0 < n_phase:
+            marks[r0:r1] = stamped
+        inside = (where >= r0) & (where < r1)
+        w_stamped[inside] = stamped[where[inside] - r0]
+        w_skews[inside] = skews[where[inside] - r0]
+    return marks, (w_stamped, w_skews)
+
+
+def _stamp(config: KernelConfig, marks: np.ndarray, begin: np.ndarray) -> np.ndarray:
+    """The trace's marks (rows, k-steps, marks) from the interleaved (loaded, computed) ones."""
+    issue = np.empty_like(marks[:, 0::2])
+    issue[:, 0] = np.rint(begin)
+    issue[:, 1:] = marks[:, 1:-1:2]  # a tile's loads go out when the last one is computed
+    # The model's k-step (see _check_kstep): a loading phase ending at barrier 0, then a
+    # computing phase ending at barrier 1, chained: the marks are issue, loaded, computed.
+    load, compute = config.phases
+    stamped = np.empty(issue.shape + (len(config.marks),), np.int64)
+    stamped[:, :, load.begin] = issue
+    stamped[:, :, load.end] = marks[:, 0::2]
+    stamped[:, :, compute.end] = marks[:, 1::2]
+    return stamped
 
 
 def _positions(detail: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -5,10 +5,16 @@
 #   TESTS="..."  extra pytest arguments for the GPU tests (SKIP_TESTS=1: none)
 #   BENCH=1      python -m matviz.bench.kernels (BENCH_SIZE, BENCH_KERNELS)
 #   SASS=1       the shared-load widths ptxas emits for every configuration
+#   DEPS=dir     first install matviz's dependencies the machine lacks (pydantic, zstandard) from
+#                wheels in dir (the GPU machine has no network: pip download them and carry it)
 set -o pipefail
 OUT=${OUT:-/tmp/matviz-out}
 mkdir -p "$OUT"
 repo=$PWD
+if [ -n "${DEPS:-}" ]; then
+  python3 -m pip install -q --no-index --find-links "$DEPS" pydantic zstandard ||
+    python3 -m pip install -q --break-system-packages --no-index --find-links "$DEPS" pydantic zstandard
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/env.txt"
 python3 -c 'import cupy, numpy; print("cupy", cupy.__version__, "numpy", numpy.__version__)' \
   | tee -a "$OUT/env.txt"

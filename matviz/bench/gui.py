@@ -9,14 +9,21 @@
 * the latency from a pad change in the controls to the new point in the throughput plot, at
   1024^3 with the simulator backend (it includes the controls' 400 ms debounce; the number
   without it is printed too).
+
+``python -m matviz.bench.gui --open FILE.mvz`` prints instead the seconds from starting
+``matviz FILE.mvz`` (a new process) to its window shown, and to its SM lanes filled in (huge
+traces lay them out off the GUI thread), e.g. for a 46340^3 T=32 trace (2.1 million blocks).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -118,10 +125,59 @@ def pad_latency(app: QApplication, settings: QSettings, repeats: int) -> list[fl
     return times
 
 
+# Run in the child: the real start-up (matviz.app.main.run_gui), timed from the outside.
+_OPEN_CHILD = """
+import sys, time
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from matviz.app.main_window import MainWindow
+app = QApplication([sys.argv[0]])
+def shown():
+    window = next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow))
+    window.repaint()
+    print("shown", time.time(), time.process_time(), flush=True)
+    def filled():
+        window.repaint()
+        print("lanes", time.time(), window.status.detail.text(), flush=True)
+        app.quit()
+    if window.lanes_view._cells is None:
+        window.lanes_view.laidOut.connect(filled)
+    else:
+        filled()
+QTimer.singleShot(0, shown)  # runs once the event loop starts: the window is up
+from matviz.app.main import run_gui
+run_gui(sys.argv[1:])
+"""
+
+
+def time_to_window(path: str) -> str:
+    """A new process opens ``path``: seconds to its window shown and to its lanes filled."""
+    with tempfile.TemporaryDirectory() as home:  # no recent-files list of the user's touched
+        env = dict(os.environ, XDG_CONFIG_HOME=home, HOME=home)
+        t0 = time.time()
+        out = subprocess.run(
+            [sys.executable, "-c", _OPEN_CHILD, path], capture_output=True, text=True, env=env
+        )
+    lines = {line.split()[0]: line.split(maxsplit=2)[1:] for line in out.stdout.splitlines()}
+    if "shown" not in lines:
+        raise RuntimeError(f"no window: {out.stderr.strip().splitlines()[-1:]}")
+    shown, cpu = float(lines["shown"][0]), float(lines["shown"][1])
+    text = f"window shown {shown - t0:.2f} s after the process started ({cpu:.2f} s of CPU)"
+    if "lanes" in lines:
+        text += f", SM lanes filled at {float(lines['lanes'][0]) - t0:.2f} s"
+        if len(lines["lanes"]) > 1:
+            text += "; status line: " + re.sub(r"<[^>]+>", "", lines["lanes"][1])
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m matviz.bench.gui", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer frames and repeats")
+    parser.add_argument("--open", metavar="MVZ", help="time start-up on this trace instead")
     args = parser.parse_args(argv)
+    if args.open:
+        print(f"open {args.open}: {time_to_window(args.open)}")
+        return 0
     frames, play_s, repeats = (30, 2.0, 3) if args.quick else (120, 5.0, 6)
 
     app = QApplication.instance() or QApplication([sys.argv[0]])

@@ -35,22 +35,27 @@ METRICS = {
 TOLERANCE = 0.05
 
 
-def configurations():
+def configurations(shared_only: bool = True):
+    """(tag, kernel, params) of every configuration (of kernels with shared-memory sites)."""
     from matviz.core.registry import kernels
 
     for kernel in kernels().values():
-        if not kernel.sites:
+        if shared_only and not kernel.sites:
             continue
         for params in kernel.configurations():
             tag = f"{kernel.stem}_{kernel.labels(params).replace(' ', '_')}"
             yield tag, kernel, params
 
 
-def cmd_list(_args) -> int:
-    for tag, kernel, params in configurations():
+def print_list(configs) -> int:
+    for tag, kernel, params in configs:
         print(f"{tag}\t{kernel.name}\t{json.dumps(params, separators=(',', ':'))}"
               f"\t{kernel.entry_point}")  # fmt: skip
     return 0
+
+
+def cmd_list(_args) -> int:
+    return print_list(configurations())
 
 
 def cmd_launch(args) -> int:

@@ -16,9 +16,6 @@ from matviz.errors import MatvizError
 EXIT_USER_ERROR = 2
 BACKEND_CHOICES = ("auto", "cuda", "sim")
 QT_MODULES = ("PySide6", "shiboken6", "pyqtgraph")
-# save_trace and AtomicOutput write a hidden temporary next to the target first
-# (".NAME.<token>.tmp"): its name is this many bytes longer than the target's
-TEMP_NAME_EXTRA = 20
 
 
 class Parser(argparse.ArgumentParser):
@@ -100,33 +97,43 @@ def level_help(default: int) -> str:
 
 # -- outputs ---------------------------------------------------------------------------------------
 def check_name(path: Path) -> None:
-    """A name the file system takes, with no line break to split a one-line message."""
+    """A name the file system takes, with no line break to split a one-line message.
+
+    The hidden temporary written first is fitted to the folder's limit (matviz.export.atomic),
+    so any name up to that limit works.
+    """
+    from matviz.export.atomic import name_max
+
     shown = one_line(str(path))
     if any(not c.isprintable() for c in str(path)):
         raise MatvizError(f"output '{shown}' has a line break or other control character")
-    parent = path.resolve().parent
     try:
-        limit = os.pathconf(parent, "PC_NAME_MAX") if parent.is_dir() else 255
-    except (OSError, ValueError):
-        limit = 255
-    if len(os.fsencode(path.name)) + TEMP_NAME_EXTRA > limit:
-        most = limit - TEMP_NAME_EXTRA
-        raise MatvizError(f"output name '{shown}' is too long (at most {most} bytes here)")
+        parent = path.resolve().parent
+        limit = name_max(parent) if parent.is_dir() else name_max(Path.cwd())
+    except (OSError, RuntimeError):  # an unsearchable folder: check_writable says why
+        return
+    size = len(os.fsencode(path.name))
+    if size > limit:
+        raise MatvizError(f"output name '{shown}' is too long ({size} bytes, at most {limit} here)")
 
 
 def check_output(path: Path, suffix: str, what: str = "output") -> None:
     """Fail before a long run, not after it, when ``path`` could not be written."""
-    from matviz.export.atomic import check_writable
+    from matviz.export.atomic import check_writable, only_suffix
 
     check_name(path)
+    if only_suffix(path, (suffix,)):
+        raise MatvizError(
+            f"{what} '{one_line(str(path))}' is only a suffix: give it a name, e.g. out{suffix}"
+        )
     if path.suffix.lower() != suffix:
-        raise MatvizError(f"{what} '{path}' must end in {suffix}")
+        raise MatvizError(f"{what} '{one_line(str(path))}' must end in {suffix}")
     check_writable(path)
     try:  # os.access says yes to root everywhere: a real file says what the folder takes
         with tempfile.NamedTemporaryFile(dir=path.resolve().parent, prefix=".matviz-check-"):
             pass
     except OSError as exc:
-        raise MatvizError(f"cannot write '{path}': {exc.strerror or exc}") from None
+        raise MatvizError(f"cannot write '{one_line(str(path))}': {exc.strerror or exc}") from None
 
 
 # -- backends and Qt -------------------------------------------------------------------------------

@@ -38,6 +38,13 @@ def add_parser(sub) -> None:
         action=argparse.BooleanOptionalAction,
         help="time, phase, configuration and source on every frame (default on)",
     )
+    exp.add_argument(
+        "--max-events",
+        type=common.positive_int,
+        metavar="N",
+        help="perfetto: at most N block and phase events; more blocks than that are sampled "
+        "evenly, the SMs' 'resident blocks' counters still count them all (default 400000)",
+    )
     exp.add_argument("-o", "--output", required=True, type=Path, help="output file")
 
 
@@ -49,12 +56,14 @@ def _progress_bar(done: int, total: int) -> None:
 
 
 def run(args) -> int:
+    from matviz.app.export_job import ExportJob  # imports Qt only for pictures
     from matviz.core.trace_io import load_trace
     from matviz.export.atomic import check_writable
     from matviz.export.options import build_options
 
     common.check_name(args.output)
     given = {"from": args.t0, "to": args.t1, "at": args.at, "block": args.block}
+    given["max_events"] = args.max_events
     opts = build_options(
         args.output,
         args.format,
@@ -68,16 +77,19 @@ def run(args) -> int:
     check_writable(args.output)
     trace = load_trace(args.file)
     started = time.perf_counter()
+    # A job, for Perfetto too: a stop signal then removes the partial file as for a video.
+    job = ExportJob(trace, opts, args.output)  # checks times and block first
     if opts.format == "perfetto":  # no Qt: a trace, not a picture
-        from matviz.export.perfetto import write_perfetto
-
-        stats = write_perfetto(trace, args.output)
+        job.run()
+        stats = job.plan.stats(job.written)
         what = f"{stats.blocks} block and {stats.phases} phase events"
+        if stats.sampled:
+            what += (
+                f" of {stats.total_blocks} and {stats.total_phases}: blocks sampled evenly to "
+                f"--max-events {stats.max_events}, the SMs' resident-blocks counters hold all"
+            )
     else:
-        from matviz.app.export_job import ExportJob  # Qt is imported when rendering starts
-
-        job = ExportJob(trace, opts, args.output)  # checks times and block first
-        with common.needs_qt("--format " + opts.format):
+        with common.needs_qt("--format " + opts.format):  # Qt comes when rendering starts
             job.run(_progress_bar)
         w, h = opts.size
         what = f"{job.total} frame{'s' * (job.total > 1)} of {opts.view_label} at {w}x{h}"

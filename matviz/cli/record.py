@@ -9,8 +9,11 @@ import matviz.cli.params as params
 from matviz.backends.contract import MAX_BUDGET_MIB, RunRequest
 from matviz.core import registry
 from matviz.core.kernel import LEVELS
+from matviz.errors import MatvizError
 
 NAME = "record"
+# save_trace writes ".{name}.{12 hex}.tmp" next to the file it is given: 18 bytes more
+SAVE_TRACE_EXTRA = 24
 DEFAULT_BUDGET_MIB = 256
 DEFAULT_LEVEL = 3  # the app's default (matviz.app.controls)
 
@@ -77,13 +80,20 @@ def run(args) -> int:
     from matviz.backends import contract
     from matviz.core.summary import summary_lines
     from matviz.core.trace_io import save_trace
+    from matviz.export.atomic import AtomicOutput
 
+    common.check_output(args.output, ".mvz")  # first: a bad path must cost no simulation
     request = request_of(args)
-    common.check_output(args.output, ".mvz")
     backend, why = common.choose_backend(args.backend)
     common.note(why)
     trace = contract.run(request.with_backend(backend))
-    save_trace(trace, args.output)
+    # Through a short temporary name, so any name the folder takes works (save_trace's own
+    # temporary is longer than the name it is given).
+    with AtomicOutput(args.output, reserve=SAVE_TRACE_EXTRA) as tmp:
+        try:
+            save_trace(trace, tmp)
+        except MatvizError as exc:
+            raise MatvizError(str(exc).replace(str(tmp), str(args.output))) from None
     print("\n".join(summary_lines(trace)))
     print(f"saved      {args.output}")
     return 0

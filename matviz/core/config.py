@@ -24,6 +24,7 @@ from matviz.core.kernel import (
     MAX_THREADS_PER_BLOCK,
     STATIC_SMEM_LIMIT,
     WARP,
+    GlobalAccess,
     Kernel,
     KStep,
     Lanes,
@@ -245,6 +246,27 @@ class KernelConfig:
             for k in range(rs.repeat):
                 keys.append(((phase, k * longest // rs.repeat, decl, k), (rs.name, k)))
         return tuple(item for _, item in sorted(keys))
+
+    # -- global memory ----------------------------------------------------------------------
+    @cached_property
+    def global_accesses(self) -> tuple[tuple[GlobalAccess, int], ...]:
+        """Every global load and store with its repeat count: the loads that feed shared
+        stores (named after the store they feed), then the description's own."""
+        out = []
+        for rs in self.sites:
+            if rs.site.kind == "store" and rs.site.source is not None:
+                matrix = self.array(rs.site.array).source
+                access = GlobalAccess(f"ld_{matrix} → {rs.name}", "load", matrix, rs.site.source)
+                out.append((access, rs.repeat))
+        out += [(g, value_of(g.repeat, self.p)) for g in self.kernel.global_accesses]
+        return tuple(out)
+
+    def matrix_layout(self, matrix: str) -> str:
+        """'row' (row-major, the default) or 'col' (column-major)."""
+        return str(self.kernel.layouts(self.p).get(matrix, "row"))
+
+    def matrix_shape(self, matrix: str) -> tuple[int, int]:
+        return {"A": (self.M, self.K), "B": (self.K, self.N), "C": (self.M, self.N)}[matrix]
 
     # -- work -------------------------------------------------------------------------------
     @property

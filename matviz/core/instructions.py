@@ -20,10 +20,8 @@ from matviz.core.config import KernelConfig
 
 OPCODES = {("load", 4): "LDS", ("load", 8): "LDS.64", ("load", 16): "LDS.128",
            ("store", 4): "STS", ("store", 8): "STS.64", ("store", 16): "STS.128"}  # fmt: skip
-# Measured with ncu on the H200 (1024^3, level 0): conflict-free shared stores read 6-16% more
-# wavefronts than one per STS, 1.16 per STS at T=32. The cause is not known; the model counts 1.
-STORE_EXCESS_MEASURED = (0.06, 0.16)
-STORE_WAVEFRONTS_T32_MEASURED = 1.16
+# ncu counts 7-16% more store wavefronts than bank conflicts explain: L1 fills of the tile's
+# global loads share the data banks (matviz/core/store_fills.py). The model counts the banks.
 
 
 def _all_records(config: KernelConfig) -> list[np.ndarray]:
@@ -94,12 +92,22 @@ def vector_width(config: KernelConfig, site: str, records: list[np.ndarray] | No
     return elem
 
 
+PLAN_CACHE_SIZE = 32
+_PLANS: dict[tuple, dict[str, tuple]] = {}
+
+
 def plan(config: KernelConfig, records: list[np.ndarray] | None = None) -> dict[str, tuple]:
     """Per site: (width in bytes, the instances each of its instructions covers), from every
     warp's records (``records``, computed when None). Instances of a vectorised site merge in
     runs of ``width / element`` along its chains; the instructions are sorted by first instance."""
     if records is None:
-        records = _all_records(config)
+        params = tuple(sorted(config.params.items()))
+        key = (config.kernel, params, config.M, config.N, config.K)
+        if key not in _PLANS:  # every warp's records: views ask again at each k-tile
+            if len(_PLANS) >= PLAN_CACHE_SIZE:
+                _PLANS.pop(next(iter(_PLANS)))
+            _PLANS[key] = plan(config, _all_records(config))
+        return _PLANS[key]
     out = {}
     for rs in config.sites:
         width = vector_width(config, rs.name, records)

@@ -11,6 +11,8 @@ A kernel is ``kernels/NN_name.cu`` plus ``kernels/NN_name.py``, a small module t
   necessarily the C tile a block computes);
 * the shared arrays and the access sites (per lane, which element of which array, and for a
   store fed from global memory, which element of A or B it holds);
+* the global accesses no shared store implies (the naive kernel's loads, every kernel's
+  store of C) and the layout of A, B and C in memory (row- or column-major);
 * the k-step: the marks a block stamps per step, grouped in channels (a channel is one
   sequence of steps; several channels overlap, e.g. the copy of step t+1 and the compute of
   step t), and the phases between marks;
@@ -96,6 +98,8 @@ class Param:
     define: str  # the macro the .cu reads: -DTILE=32
     label: str  # short, for plot ticks and titles: "T" gives "T32"
     help: str
+    # False: a variant switch (e.g. a column-major B) that labels name only when it is set
+    label_default: bool = True
 
     def __post_init__(self) -> None:
         if self.default not in self.values:
@@ -198,6 +202,26 @@ class Site:
 
 
 @dataclass(frozen=True)
+class GlobalAccess:
+    """A global-memory load or store that no shared-memory site implies (a store site with a
+    ``source`` already says which element of A or B it loads): ``at`` gives each lane's (row,
+    col) of ``matrix`` (A, B or C; optionally a mask), ``repeat`` instances per k-step, or per
+    iteration of a kernel without k-steps, where every iteration looks alike (``th.k`` = 0)."""
+
+    name: str
+    kind: str  # "load" or "store"
+    matrix: str  # "A", "B" or "C"
+    at: Where
+    repeat: IntOf = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("load", "store"):
+            raise ValueError(f"global access {self.name}: kind must be load or store")
+        if self.matrix not in ("A", "B", "C"):
+            raise ValueError(f"global access {self.name}: matrix must be A, B or C")
+
+
+@dataclass(frozen=True)
 class Phase:
     """Part of a k-step, from mark ``begin`` to mark ``end`` (of the same step)."""
 
@@ -271,6 +295,9 @@ class Kernel:
     work: Work
     shared: Callable[[Params], Sequence[SharedArray]] = lambda p: ()
     sites: tuple[Site, ...] = ()
+    global_accesses: tuple[GlobalAccess, ...] = ()
+    # how A, B and C lie in memory: "row" (the default) or "col" (column-major, §28)
+    layouts: Callable[[Params], Mapping[str, str]] = lambda p: {}
     kstep: KStep | None = None
     constraints: tuple[Constraint, ...] = ()
     registers: int = 32  # estimate used where nvcc is missing
@@ -347,7 +374,12 @@ class Kernel:
 
     def labels(self, params: Mapping[str, Any]) -> str:
         """'T32 P0' for plot ticks and titles."""
-        return " ".join(self.param(n).short(v) for n, v in params.items() if n in self.param_names)
+        return " ".join(
+            spec.short(v)
+            for n, v in params.items()
+            if n in self.param_names
+            and ((spec := self.param(n)).label_default or v != spec.default)
+        )
 
 
 def _shape(M: Any, N: Any, K: Any) -> tuple[int, int, int]:

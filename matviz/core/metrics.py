@@ -126,17 +126,25 @@ def flop_rate(
 # -- scheduling ---------------------------------------------------------------------------
 
 
-def max_resident(trace: Trace) -> int:
-    """Most blocks alive at one instant, from the blocks' [start, end) intervals."""
+def max_resident(trace: Trace, chunk: int = 1 << 20) -> int:
+    """Most blocks alive at one instant, from the blocks' [start, end) intervals.
+
+    The count peaks at a start: k starts at or before it minus the ends at or before it (an end
+    at the same instant frees its slot first). Two sorted copies and chunked searches keep the
+    memory at 16 bytes a block."""
     blocks = trace.blocks
     if len(blocks) == 0:
         return 0
-    start = blocks["start"]
-    end = np.maximum(blocks["end"], start + 1)  # a zero-length block still occupied a slot
-    times = np.concatenate([start, end])
-    steps = np.concatenate([np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
-    order = np.lexsort((steps, times))  # at equal times, ends (-1) before starts (+1)
-    return int(np.cumsum(steps[order]).max())
+    start = np.sort(blocks["start"])
+    end = np.sort(np.maximum(blocks["end"], blocks["start"] + 1))  # zero-length: one slot
+    best = 0
+    for first in range(0, len(start), chunk):
+        starts = start[first : first + chunk]
+        alive = np.arange(first + 1, first + len(starts) + 1) - np.searchsorted(
+            end, starts, side="right"
+        )
+        best = max(best, int(alive.max()))
+    return best
 
 
 def waves(trace: Trace) -> int:

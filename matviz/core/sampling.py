@@ -1,7 +1,9 @@
 """Which blocks keep their per-tile phases and warp arrivals, under a trace budget.
 
 Both backends use these rules, and the CUDA kernels apply the same one on the device:
-a block keeps phases when ``linear_block_id % phase_every == 0``.
+a block keeps phases when ``linear_block_id % phase_every == 0``. The budget bounds the run:
+a backend takes what it holds for every block (its record) off the budget before asking for a
+stride, and passes what it holds per sampled block besides the marks as ``extra``.
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import math
 
 DEFAULT_BUDGET_BYTES = 256 * 2**20
+# The budget bounds the whole run (peak ~ budget + 500 MB), and playing the trace back in the
+# app takes about as much again: 4 GiB keeps both within a 16 GB machine.
+MAX_BUDGET_BYTES = 4096 * 2**20
 BYTES_PER_MARK = 8  # int64 ns in memory
 WARP_SAMPLE_TARGET = 64  # blocks whose per-warp barrier arrivals are kept (level 3)
 
@@ -19,15 +24,16 @@ def phase_every(
     budget_bytes: int = DEFAULT_BUDGET_BYTES,
     at_least: int = 1,
     marks: int = 3,
+    extra: int = 0,
 ) -> int:
     """Smallest stride n >= at_least such that every n-th block's ``marks`` marks per k-step
-    fit in the budget.
+    (and ``extra`` bytes besides, what a backend holds per sampled block) fit in the budget.
 
     ``at_least`` > 1 is the user trading detail for overhead: only sampled blocks stamp tiles.
     """
     if n_tiles == 0 or n_blocks == 0:
         return max(1, at_least)
-    per_block = n_tiles * max(marks, 1) * BYTES_PER_MARK
+    per_block = n_tiles * max(marks, 1) * BYTES_PER_MARK + extra
     fitting = max(1, budget_bytes // per_block)
     return max(1, at_least, math.ceil(n_blocks / fitting))
 

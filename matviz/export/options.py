@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from matviz.errors import MatvizError
+from matviz.export.perfetto import MAX_EVENTS
 
 VIEWS = ("all", "grid", "sm", "tiles", "banks", "throughput")
 FORMATS = ("gif", "mp4", "png", "perfetto")
@@ -21,13 +22,31 @@ SUFFIXES = {"gif": (".gif",), "mp4": (".mp4",), "png": (".png",), "perfetto": ("
 MIN_SIDE, MAX_SIDE = 64, 7680
 MAX_FRAMES = 100_000
 MAX_GIF_FPS = 50  # browsers slow down GIF frames shorter than 20 ms
-GIF_MEMORY_LIMIT = 3 * 2**30  # Pillow keeps every GIF frame (1 byte per pixel) until the end
+GIF_MEMORY_LIMIT = 3 * 2**30  # what a GIF export may hold beyond the app itself
+# Bytes a GIF export holds, per pixel (P: of a frame, L: of the logical layout it is drawn at):
+# every frame twice until the file is closed: imageio keeps each one's palette indices, and
+# Pillow copies them all again (delta frames) while it encodes. Per frame in flight: Qt's grab
+# (RGB32 pixmap and its image, at L), the scaled image (RGB32), the RGB888 copy and numpy's,
+# the palette indices, Pillow's per-frame copies while it encodes.
+GIF_HELD_PER_PIXEL = 2
+GIF_FRAME_PER_LOGICAL_PIXEL = 8
+GIF_FRAME_PER_PIXEL = 12
+# Smallest logical size at which each view's texts and panels fit; smaller outputs are
+# rendered at this size (same aspect as asked) and scaled down (matviz.app.export_render).
+LAYOUT_MIN = {
+    "all": (1760, 990),
+    "grid": (640, 520),
+    "sm": (900, 520),
+    "tiles": (960, 600),
+    "banks": (760, 520),
+    "throughput": (760, 520),
+}
 DEFAULTS = {"fps": 30, "duration": 10.0, "size": (1280, 720), "caption": True, "view": "all"}
 # Options that mean nothing for a format: giving one is a mistake worth one line.
 NOT_FOR = {
-    "gif": ("at",),
-    "mp4": ("at",),
-    "png": ("fps", "duration", "from", "to"),
+    "gif": ("at", "max_events"),
+    "mp4": ("at", "max_events"),
+    "png": ("fps", "duration", "from", "to", "max_events"),
     "perfetto": ("view", "fps", "duration", "size", "block", "from", "to", "at", "caption"),
 }
 
@@ -44,6 +63,7 @@ class ExportOptions:
     t1_us: float | None = None  # None: kernel end
     at_us: float | None = None  # PNG still; None: middle of the kernel
     caption: bool = True
+    max_events: int = MAX_EVENTS  # Perfetto: block and phase events kept (blocks sampled)
 
     @property
     def n_frames(self) -> int:
@@ -86,6 +106,11 @@ def parse_views(text: str) -> tuple[str, ...]:
 def format_for(path: Path, fmt: str | None) -> str:
     """The format given, or the one the output's suffix names; the two must agree."""
     name = path.name.lower()
+    every = tuple(suffix for suffixes in SUFFIXES.values() for suffix in suffixes)
+    if name in every:  # '.mp4': ffmpeg reads it as a name with no suffix and fails
+        raise MatvizError(
+            f"output '{path.name}' is only a suffix: give it a name, e.g. anim{path.name}"
+        )
     if fmt is None:
         for candidate, suffixes in SUFFIXES.items():
             if name.endswith(suffixes):
@@ -107,7 +132,7 @@ def build_options(path: Path, fmt: str | None = None, **given) -> ExportOptions:
     typed = [k for k, v in given.items() if v is not None]
     for name in typed:
         if name in NOT_FOR[fmt]:
-            raise MatvizError(f"--{name} does not apply to --format {fmt}")
+            raise MatvizError(f"--{name.replace('_', '-')} does not apply to --format {fmt}")
     values = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
     size = values["size"]
     size = parse_size(size) if isinstance(size, str) else tuple(size)
@@ -124,6 +149,7 @@ def build_options(path: Path, fmt: str | None = None, **given) -> ExportOptions:
         t1_us=values.get("to"),
         at_us=values.get("at"),
         caption=bool(values["caption"]),
+        max_events=int(values.get("max_events", MAX_EVENTS)),
     )
     check(opts)
     return opts
@@ -134,6 +160,8 @@ def check(opts: ExportOptions) -> None:
     if opts.format not in FORMATS:
         raise MatvizError(f"unknown format '{opts.format}' (use {', '.join(FORMATS)})")
     parse_views(",".join(opts.views))
+    if opts.format == "perfetto" and opts.max_events < 1:
+        raise MatvizError(f"--max-events must be at least 1 (got {opts.max_events})")
     if opts.format not in VIDEO_FORMATS:
         return
     if opts.fps < 1:
@@ -150,12 +178,33 @@ def check(opts: ExportOptions) -> None:
             raise MatvizError(
                 f"GIF plays at most {MAX_GIF_FPS} fps in browsers: lower --fps or use mp4"
             )
-        need = opts.n_frames * w * h
+        need = gif_memory(opts)
         if need > GIF_MEMORY_LIMIT:
             raise MatvizError(
                 f"a GIF of {opts.n_frames} frames at {w}x{h} needs ~{need / 2**30:.1f} GiB "
-                "of memory while it is written: use mp4, a smaller --size or fewer frames"
+                f"of memory while it is written (at most {GIF_MEMORY_LIMIT / 2**30:g} GiB): "
+                "use mp4, a smaller --size or fewer frames"
             )
+
+
+def logical_size(views: tuple[str, ...], size: tuple[int, int]) -> tuple[int, int]:
+    """The size to lay the views out at: ``size`` scaled up (aspect kept) until they fit."""
+    if views == ("all",):
+        min_w, min_h = LAYOUT_MIN["all"]
+    else:
+        min_w = sum(LAYOUT_MIN[v][0] for v in views)
+        min_h = max(LAYOUT_MIN[v][1] for v in views)
+    w, h = size
+    scale = max(1.0, min_w / w, min_h / h)
+    return round(w * scale), round(h * scale)
+
+
+def gif_memory(opts: ExportOptions) -> int:
+    """Bytes a GIF export holds at its peak, beyond the app itself (see GIF_HELD_PER_PIXEL)."""
+    w, h = opts.size
+    lw, lh = logical_size(opts.views, opts.size)
+    held = GIF_HELD_PER_PIXEL * opts.n_frames * w * h
+    return held + GIF_FRAME_PER_LOGICAL_PIXEL * lw * lh + GIF_FRAME_PER_PIXEL * w * h
 
 
 def _us(ns: float) -> str:

@@ -46,6 +46,13 @@ from matviz.export.atomic import AtomicOutput
 
 MATVIZ_PID = 100_000  # the 'matviz' process holding the kernel event; above any SM
 EVENTS_PER_CHUNK = 200_000
+# Block and phase events kept by default (~180 bytes each: ~75 MB of JSON, ~12 MB
+# gzipped, seconds to write, and a file the Perfetto UI opens). Beyond it blocks are sampled.
+MAX_EVENTS = 400_000
+# Each SM's 'resident' counter holds every block, sampled or not; past this many changes on
+# one SM it is averaged over this many equal time bins instead.
+COUNTER_POINTS = 1_000
+COUNTER_NAME = "resident"  # Perfetto shows the track as "resident blocks"
 _MANIFEST_KEYS = (
     "dtype", "level", "description", "device", "timer", "sampling", "stats", "occupancy"
 )
@@ -54,8 +61,74 @@ _MANIFEST_KEYS = (
 @dataclass(frozen=True)
 class PerfettoStats:
     blocks: int  # block events
-    phases: int  # phase events: one per phase and k-step of every block with marks
+    phases: int  # phase events: one per phase and k-step of every block with marks kept
     bytes: int  # written (before gzip)
+    total_blocks: int = 0  # in the trace
+    total_phases: int = 0  # phase events the trace holds
+    max_events: int = MAX_EVENTS
+    counters: int = 0  # 'resident' counter events of all SMs
+
+    @property
+    def sampled(self) -> bool:
+        return self.blocks < self.total_blocks or self.phases < self.total_phases
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which blocks get their event and which their phase events (block index masks)."""
+
+    blocks: np.ndarray
+    phases: np.ndarray
+    max_events: int
+
+    def counts(self, trace: Trace) -> tuple[int, int]:
+        """(block events, phase events) kept."""
+        per = len(trace.layout.phases) * trace.n_tiles
+        return int(self.blocks.sum()), int(self.phases.sum()) * per
+
+
+def _even(m: int, k: int) -> np.ndarray:
+    """``k`` of ``range(m)`` spread evenly (each the middle of its m/k share)."""
+    k = min(k, m)
+    return (2 * np.arange(k, dtype=np.int64) + 1) * m // (2 * k) if k else np.zeros(0, np.int64)
+
+
+def phased_blocks(trace: Trace) -> np.ndarray:
+    """Blocks with recorded phases (sorted, each once)."""
+    if not trace.n_tiles or not len(trace.layout.phases):
+        return np.zeros(0, np.int64)
+    return np.unique(np.asarray(trace.phase_blocks, np.int64))
+
+
+def select(trace: Trace, max_events: int = MAX_EVENTS) -> Selection:
+    """At most ``max_events`` block and phase events, blocks chosen evenly by index.
+
+    Phase events are the detail: when blocks alone would fill half the cap, phases get the
+    other half (whole blocks' phases, evenly among the blocks that have them) and the block
+    events the rest; a block whose phases are kept always keeps its own event too.
+    """
+    if max_events < 1:
+        raise MatvizError(f"--max-events must be at least 1 (got {max_events})")
+    n = len(trace.blocks)
+    phased = phased_blocks(trace)
+    per = len(trace.layout.phases) * trace.n_tiles if len(phased) else 0
+    blocks = np.zeros(n, bool)
+    phases = np.zeros(n, bool)
+    if n + len(phased) * per <= max_events:
+        blocks[:] = True
+        phases[phased] = True
+        return Selection(blocks, phases, max_events)
+    share = max_events - min(n, max_events // 2)
+    kept_phased = min(len(phased), share // per) if per else 0
+    while kept_phased and kept_phased * (per + 1) > max_events:
+        kept_phased -= 1
+    kept = max(kept_phased, min(n, max_events - kept_phased * per))
+    with_phases = phased[_even(len(phased), kept_phased)]
+    phases[with_phases] = True
+    others = np.flatnonzero(~phases)
+    blocks[others[_even(len(others), kept - kept_phased)]] = True
+    blocks[with_phases] = True
+    return Selection(blocks, phases, max_events)
 
 
 # -- text fields ---------------------------------------------------------------------------------
@@ -160,9 +233,10 @@ def _tracks(layout: StepLayout) -> tuple[list[int], int]:
 class _Layout:
     """Per-trace arrays: track of every block, phase rows, monotone clipped marks."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, selection: Selection | None = None) -> None:
         blocks = trace.blocks
         self.trace = trace
+        self.selection = selection or select(trace, max(1, _total_events(trace)))
         self.row = np.full(len(blocks), -1, np.int64)
         self.n_tiles = trace.n_tiles if len(trace.phase_blocks) else 0
         layout = trace.layout  # from the manifest: a trace of any kernel exports
@@ -175,10 +249,14 @@ class _Layout:
         self.tid = self.slot * self.per_slot + 1  # the block's track; its slot's others follow
         self.start = blocks["start"].astype(np.int64)
         self.end = blocks["end"].astype(np.int64)
-        self.order = np.lexsort((self.start, self.tid, self.pid))  # track by track, in time
+        kept = np.flatnonzero(self.selection.blocks)
+        self.kept = self.selection.blocks
+        # track by track, in time
+        self.order = kept[np.lexsort((self.start[kept], self.tid[kept], self.pid[kept]))]
         if self.n_tiles:
             rows = trace.phase_blocks  # the first row of a block counts, as in Timeline
             self.row[rows[::-1]] = np.arange(len(rows))[::-1]
+            self.row[~self.selection.phases] = -1  # sampled out: the block event only
         # Events of one (block, k-step) in file order: an enclosing phase before those it holds.
         by_mark = {m: i for ch in self.channels for i, m in enumerate(ch)}
         rank = sorted(
@@ -330,7 +408,8 @@ def _metadata_events(trace: Trace, layout: _Layout, meta: dict[str, Any]) -> lis
                        "args": {"sort_index": pid}})  # fmt: skip
     per = layout.per_slot
     width = int(layout.slot.max()) + 1 if len(layout.slot) else 1
-    for key in np.unique(layout.pid * width + layout.slot).tolist():
+    kept = layout.kept
+    for key in np.unique(layout.pid[kept] * width + layout.slot[kept]).tolist():
         pid, slot = divmod(key, width)
         tid = slot * per + 1
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
@@ -356,25 +435,170 @@ def _events_per_block(trace: Trace) -> int:
     return 1 + len(trace.layout.phases) * n_tiles
 
 
+def _total_events(trace: Trace) -> int:
+    return len(trace.blocks) + len(phased_blocks(trace)) * (_events_per_block(trace) - 1)
+
+
 def _blocks_per_piece(trace: Trace, events_per_chunk: int) -> int:
     return max(1, events_per_chunk // _events_per_block(trace))
 
 
-def piece_count(trace: Trace, events_per_chunk: int = EVENTS_PER_CHUNK) -> int:
+# -- the SMs' 'resident' counters --------------------------------------------------------------
+def resident_counters(trace: Trace, points: int = COUNTER_POINTS):
+    """(pid, ts ns, resident blocks x 100, binned) of every SM's counter, in (SM, time) order.
+
+    Exact (the count after each change) while no SM changes more than ``points`` times, else
+    each SM's time-averaged count over ``points`` equal bins of the kernel, then 0 at its end.
+    Every block counts, whichever were sampled for events.
+    """
+    b = trace.blocks
+    start = b["start"].astype(np.int64)
+    end = np.maximum(b["end"].astype(np.int64), start)
+    sm = b["smid"].astype(np.int64)
+    t = np.concatenate([start, end])
+    s = np.concatenate([sm, sm])
+    step = np.concatenate([np.ones(len(b), np.int64), -np.ones(len(b), np.int64)])
+    order = np.lexsort((t, s))
+    t, s = t[order], s[order]
+    # Sorted by SM, the running sum is each SM's count: every SM's steps add up to 0.
+    count = np.cumsum(step[order])
+    last = np.ones(len(t), bool)  # the count after all changes at one (SM, time)
+    last[:-1] = (s[1:] != s[:-1]) | (t[1:] != t[:-1])
+    t, s, count = t[last], s[last], count[last]
+    sms, first = np.unique(s, return_index=True)
+    bounds = [*first.tolist(), len(s)]
+    if not len(t) or max(np.diff(bounds)) <= points:
+        return s + 1, t, count * 100, False
+    duration = max(int(trace.duration_ns), int(t.max()), 1)
+    edges = np.linspace(0, duration, points + 1)
+    pids, times, values = [], [], []
+    for i, smid in enumerate(sms.tolist()):
+        ts, cs = t[bounds[i] : bounds[i + 1]], count[bounds[i] : bounds[i + 1]]
+        # area under the step function up to each change, then at the bin edges
+        area = np.concatenate([[0], np.cumsum(cs[:-1] * np.diff(ts))]).astype(np.float64)
+        knots_t = np.concatenate([[0], ts]).astype(np.float64)
+        knots_a = np.concatenate([[0], area])
+        at_edges = np.interp(edges, knots_t, knots_a, right=area[-1])
+        mean = np.diff(at_edges) / np.diff(edges)
+        pids.append(np.full(points + 1, smid + 1, np.int64))
+        times.append(np.concatenate([np.rint(edges[:-1]).astype(np.int64), [duration]]))
+        values.append(np.concatenate([np.rint(mean * 100).astype(np.int64), [0]]))
+    return np.concatenate(pids), np.concatenate(times), np.concatenate(values), True
+
+
+def _counter_text(pid: np.ndarray, ts: np.ndarray, hundredths: np.ndarray) -> bytes:
+    """'{"ph":"C",...,"args":{"blocks":2.50}},' rows."""
+    hundredths = np.maximum(hundredths, 0)
+    frac = hundredths % 100
+    digits = np.stack([frac // 10, frac % 10], axis=1).astype(np.uint8) + 48
+    rows = _records(
+        len(pid),
+        [
+            b'{"ph":"C","name":"' + COUNTER_NAME.encode() + b'","pid":',
+            _int_text(pid),
+            b',"ts":',
+            *_us_text(ts),
+            b',"args":{"blocks":',
+            _int_text(hundredths // 100),
+            b".",
+            digits,
+            b"}},\n",
+        ],
+    )
+    flat = rows.ravel()
+    return flat[flat != 0].tobytes()
+
+
+# -- the document ------------------------------------------------------------------------------
+class Plan:
+    """What one export writes: the selection, the counters, the pieces."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        max_events: int = MAX_EVENTS,
+        events_per_chunk: int = EVENTS_PER_CHUNK,
+    ) -> None:
+        self.trace = trace
+        self.selection = select(trace, max_events)
+        self.kept_blocks, self.kept_phases = self.selection.counts(trace)
+        self.step = _blocks_per_piece(trace, events_per_chunk)
+        self.block_pieces = -(-self.kept_blocks // self.step)
+        self.counter_rows = max(1, events_per_chunk)
+        self._counters: tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None = None
+
+    @property
+    def counters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        if self._counters is None:
+            self._counters = resident_counters(self.trace)
+        return self._counters
+
+    @property
+    def counter_pieces(self) -> int:
+        return -(-len(self.counters[0]) // self.counter_rows)
+
+    def pieces(self) -> int:
+        return 3 + self.block_pieces + self.counter_pieces
+
+    def stats(self, written: int) -> PerfettoStats:
+        """What was kept, once ``written`` bytes of JSON are out."""
+        return PerfettoStats(
+            blocks=self.kept_blocks,
+            phases=self.kept_phases,
+            bytes=written,
+            total_blocks=len(self.trace.blocks),
+            total_phases=_total_events(self.trace) - len(self.trace.blocks),
+            max_events=self.selection.max_events,
+            counters=len(self.counters[0]),
+        )
+
+    def metadata(self) -> dict[str, Any]:
+        trace = self.trace
+        binned = self.counters[3]
+        meta = trace_metadata(trace)
+        total_phases = _total_events(trace) - len(trace.blocks)
+        meta["export"] = {
+            "max_events": self.selection.max_events,
+            "sampled": self.kept_blocks < len(trace.blocks) or self.kept_phases < total_phases,
+            "block_events": self.kept_blocks,
+            "blocks": len(trace.blocks),
+            "phase_events": self.kept_phases,
+            "phase_events_recorded": total_phases,
+            "chosen": "blocks evenly by index; a block with phases keeps all of them",
+            "counters": (
+                f"'{COUNTER_NAME} blocks' of every SM counts every block: "
+                + (f"averaged over {COUNTER_POINTS} equal time bins" if binned else "exact")
+            ),
+        }
+        return meta
+
+
+def piece_count(
+    trace: Trace, events_per_chunk: int = EVENTS_PER_CHUNK, max_events: int = MAX_EVENTS
+) -> int:
     """How many pieces :func:`iter_json` yields (for a progress bar)."""
-    return 3 + -(-len(trace.blocks) // _blocks_per_piece(trace, events_per_chunk))
+    return Plan(trace, max_events, events_per_chunk).pieces()
 
 
-def iter_json(trace: Trace, events_per_chunk: int = EVENTS_PER_CHUNK) -> Iterator[bytes]:
+def iter_json(
+    trace: Trace,
+    events_per_chunk: int = EVENTS_PER_CHUNK,
+    max_events: int = MAX_EVENTS,
+    plan: Plan | None = None,
+) -> Iterator[bytes]:
     """The whole JSON document in pieces (a few MB each), ready to stream to a file."""
-    layout = _Layout(trace)
-    meta = trace_metadata(trace)
+    plan = plan or Plan(trace, max_events, events_per_chunk)
+    layout = _Layout(trace, plan.selection)
+    meta = plan.metadata()
     head = {"displayTimeUnit": "ns", "metadata": meta}
     yield (_dumps(head)[:-1] + ',"traceEvents":[\n').encode()
     yield "".join(_dumps(e) + ",\n" for e in _metadata_events(trace, layout, meta)).encode()
-    step = _blocks_per_piece(trace, events_per_chunk)
-    for i in range(0, len(layout.order), step):
-        yield layout.chunk(layout.order[i : i + step])
+    for i in range(0, len(layout.order), plan.step):
+        yield layout.chunk(layout.order[i : i + plan.step])
+    pid, ts, value, _ = plan.counters
+    for i in range(0, len(pid), plan.counter_rows):
+        part = slice(i, i + plan.counter_rows)
+        yield _counter_text(pid[part], ts[part], value[part])
     kernel = {
         "ph": "X", "cat": "kernel", "name": f"kernel {_title(trace)}", "ts": 0,
         "dur": trace.duration_ns / 1000, "pid": MATVIZ_PID, "tid": 1, "args": meta,
@@ -392,17 +616,20 @@ def open_output(tmp: Path, target: Path) -> IO[bytes]:
     return open(tmp, "wb")
 
 
-def write_perfetto(trace: Trace, path: str | os.PathLike[str]) -> PerfettoStats:
-    """Write the JSON to ``path`` (gzip-compressed when it ends in .gz), atomically."""
+def write_perfetto(
+    trace: Trace, path: str | os.PathLike[str], max_events: int = MAX_EVENTS
+) -> PerfettoStats:
+    """Write the JSON to ``path`` (gzip-compressed when it ends in .gz), atomically; at most
+    ``max_events`` block and phase events (blocks sampled evenly beyond that)."""
     path = Path(path)
+    plan = Plan(trace, max_events, EVENTS_PER_CHUNK)
     written = 0
     with AtomicOutput(path) as tmp:
         try:
             with open_output(tmp, path) as fh:
-                for piece in iter_json(trace):
+                for piece in iter_json(trace, plan=plan):
                     fh.write(piece)
                     written += len(piece)
         except OSError as exc:
             raise MatvizError(f"cannot write '{path}': {exc.strerror or exc}") from None
-    n_phased = len(np.unique(trace.phase_blocks)) if trace.n_tiles else 0
-    return PerfettoStats(len(trace.blocks), n_phased * (_events_per_block(trace) - 1), written)
+    return plan.stats(written)

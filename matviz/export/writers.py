@@ -12,6 +12,7 @@ MP4: H.264 through imageio-ffmpeg (the ffmpeg binary ships in its wheel), stream
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -25,6 +26,10 @@ from matviz.errors import MatvizError
 
 GIF_COLOURS = 255  # one index stays free: Pillow marks unchanged pixels with it
 LUT_BITS = 6  # bits per channel of the colour lookup table (64^3 entries)
+# Pixels of the sample frames the palette is chosen from: larger samples are thinned (every
+# n-th row and column), so an 8K GIF does not hold five full RGB copies and Pillow's of them.
+PALETTE_SAMPLE_PIXELS = 8_000_000
+INDEX_CHUNK_PIXELS = 1 << 20  # frame.index() works in slabs: its int32 copies stay small
 MP4_PARAMS = ["-preset", "veryfast", "-crf", "18", "-movflags", "+faststart"]
 
 RGB = tuple[int, int, int]
@@ -63,7 +68,9 @@ class FixedPalette:
     ) -> FixedPalette:
         """The ``fixed`` colours plus the most needed ones of ``frames`` (median cut)."""
         fixed_arr = np.unique(np.asarray(fixed, np.uint8).reshape(-1, 3), axis=0)[:size]
-        montage = np.concatenate([np.asarray(f, np.uint8) for f in frames], axis=0)
+        pixels = sum(np.asarray(f).shape[0] * np.asarray(f).shape[1] for f in frames)
+        step = max(1, math.ceil(math.sqrt(pixels / PALETTE_SAMPLE_PIXELS)))
+        montage = np.concatenate([np.asarray(f, np.uint8)[::step, ::step] for f in frames], axis=0)
         spare = max(size - len(fixed_arr), 1)
         quant = Image.fromarray(montage).quantize(spare, method=Image.Quantize.MEDIANCUT)
         found = np.asarray(quant.getpalette()[: 3 * spare], np.uint8).reshape(-1, 3)
@@ -72,9 +79,16 @@ class FixedPalette:
 
     def index(self, frame: np.ndarray) -> np.ndarray:
         """(H, W) palette indices of an RGB frame."""
+        frame = np.asarray(frame, np.uint8)
+        out = np.empty(frame.shape[:2], np.uint8)
         shift = 8 - LUT_BITS
-        q = (np.asarray(frame, np.uint8) >> shift).astype(np.int32)
-        return self.lut[(q[..., 0] << (2 * LUT_BITS)) | (q[..., 1] << LUT_BITS) | q[..., 2]]
+        rows = max(1, INDEX_CHUNK_PIXELS // max(frame.shape[1], 1))
+        for y in range(0, frame.shape[0], rows):
+            q = (frame[y : y + rows] >> shift).astype(np.int32)
+            out[y : y + rows] = self.lut[
+                (q[..., 0] << (2 * LUT_BITS)) | (q[..., 1] << LUT_BITS) | q[..., 2]
+            ]
+        return out
 
 
 def gif_durations(n_frames: int, fps: float) -> list[int]:
@@ -88,7 +102,9 @@ class GifWriter:
     def __init__(self, path: Path, fps: float, n_frames: int, palette: FixedPalette) -> None:
         self.palette = palette
         self.pal_bytes = palette.colours.tobytes()
-        self.durations = gif_durations(n_frames, fps)
+        durations = gif_durations(n_frames, fps)
+        # Pillow takes a list only when it writes several frames; one frame needs a number
+        self.duration: int | list[int] = durations[0] if n_frames == 1 else durations
         self.file = iio.imopen(path, "w", plugin="pillow", extension=".gif")
 
     def write(self, frame: np.ndarray) -> None:
@@ -97,7 +113,7 @@ class GifWriter:
             mode="P",
             is_batch=False,
             palette=self.pal_bytes,
-            duration=self.durations,
+            duration=self.duration,
             loop=0,
             optimize=True,
         )

@@ -95,3 +95,20 @@ def shared_load_widths(instructions: list[Instruction]) -> Counter:
     """How many LDS, LDS.64 and LDS.128 the kernel has."""
     ops = (re.search(r"\bLDS(\.\d+)?\b", text) for _, text in instructions)
     return Counter(op[0] for op in ops if op)
+
+
+_SHARED_OP = re.compile(r"\b(LDS|STS)(\.\d+)?\b")
+
+
+def shared_ops_per_step(instructions: list[Instruction], barriers_per_step: int) -> dict[str, int]:
+    """Shared loads and stores of one k-step in the main loop, by opcode: the loop's counts
+    divided by the k-steps it holds (ptxas may unroll several; each has its barriers)."""
+    body = main_loop(instructions)
+    bars = sum(1 for text in body if re.search(r"\bBAR\.SYNC\b", text))
+    if not body or bars == 0 or bars % barriers_per_step:
+        raise MatvizError(f"no k loop with a multiple of {barriers_per_step} barriers in the SASS")
+    steps = bars // barriers_per_step
+    ops = Counter(m[1] + (m[2] or "") for m in map(_SHARED_OP.search, body) if m)
+    if any(n % steps for n in ops.values()):
+        raise MatvizError(f"the k loop's shared instructions do not divide into {steps} k-steps")
+    return {op: n // steps for op, n in sorted(ops.items())}

@@ -60,7 +60,7 @@ def test_a_fresh_kernel_starts_at_its_defaults_and_keeps_shared_values(controls)
     _select(controls.params_boxes["tile"], 32)
     _select(controls.params_boxes["pad"], 4)
     _select(controls.kernel, "naive")  # tile carries over, pad does not exist
-    assert controls.params() == {"tile": 32}
+    assert controls.params() == {"tile": 32, "b_col_major": 0}  # its own switch at its default
     _select(controls.kernel, "tiled")  # pad was gone: back to its default
     default_pad = registry.get_kernel("tiled").param("pad").default
     assert controls.params() == {"tile": 32, "pad": default_pad}

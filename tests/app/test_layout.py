@@ -43,13 +43,16 @@ def _settle(qtbot, window, size) -> None:
 
 
 def _pages(window):
-    """Each arrangement the user can see: one in the wide layout, one per tab when compact."""
-    if not window.compact:
-        yield ""
-        return
-    for i in range(window.tabs.count()):
-        window.tabs.setCurrentIndex(i)
-        yield f"_tab{i}"
+    """Each arrangement the user can see: one in the wide layout, one per tab when compact,
+    each with every tab of the memory views (banks, coalescing, source) in front once."""
+    layouts = range(window.tabs.count()) if window.compact else [None]
+    for i in layouts:
+        if i is not None:
+            window.tabs.setCurrentIndex(i)
+        for j in range(window.memory_tabs.count()):
+            window.memory_tabs.setCurrentIndex(j)
+            yield ("" if i is None else f"_tab{i}") + f"_mem{j}"
+        window.memory_tabs.setCurrentIndex(0)
 
 
 @pytest.mark.parametrize("language", ["en", "zh_CN"])

@@ -84,8 +84,12 @@ def test_window_opens_with_a_trace_and_every_view_shows_it(window):
     else:
         assert "simulated" in window.windowTitle() and len(window.session.runs) == 1
     for name, view in window.views.items():
+        tab = window.memory_tabs.indexOf(view)
+        if tab >= 0:  # banks, coalescing and source share a place: bring each to the front
+            window.memory_tabs.setCurrentIndex(tab)
         assert view.isVisible() and view.width() > 200 and view.height() > 150, name
         assert _distinct_colours(view) > 8, f"{name} view looks empty"
+    window.memory_tabs.setCurrentIndex(0)
     assert "t = " in window.playback.time_label.text()
     assert window.explain.plain_text().strip()
 
@@ -421,13 +425,21 @@ def test_the_sm_lanes_caption_shows_the_legend(make_window):
 
 # -- menus -------------------------------------------------------------------------------------
 def test_view_menu_hides_and_shows_every_panel(qtbot, window):
+    tabs = window.memory_tabs
     for name, action in window.panel_actions.items():
         view = window.views[name]
         assert action.isChecked() and action.text() and action in window.view_menu.actions()
+        tab = tabs.indexOf(view)
         action.trigger()
-        assert view.isHidden()
+        assert view.isHidden() or (tab >= 0 and not tabs.isTabVisible(tab))
         action.trigger()
-        assert not view.isHidden()
+        assert not view.isHidden() or (tab >= 0 and tabs.isTabVisible(tab))
+    for name in ("banks", "coalescing", "source"):  # all three tabs hidden: their place too
+        window.panel_actions[name].trigger()
+    assert tabs.isHidden()
+    for name in ("banks", "coalescing", "source"):
+        window.panel_actions[name].trigger()
+    assert not tabs.isHidden()
     for dock in (window.controls_dock, window.explain_dock):
         toggle = dock.toggleViewAction()
         assert toggle in window.view_menu.actions()
@@ -436,12 +448,13 @@ def test_view_menu_hides_and_shows_every_panel(qtbot, window):
         toggle.trigger()
         assert not dock.isHidden()
     # hiding both views of a row hides the row, so the others get the room
-    window.panel_actions["banks"].trigger()
-    window.panel_actions["throughput"].trigger()
-    assert window.banks_view.parentWidget().isHidden() or window.compact
-    for name in ("banks", "throughput"):
+    for name in ("banks", "coalescing", "source", "throughput"):
         window.panel_actions[name].trigger()
-    assert all(view.isVisible() for view in window.views.values())
+    assert window.throughput_view.parentWidget().isHidden() or window.compact
+    for name in ("banks", "coalescing", "source", "throughput"):
+        window.panel_actions[name].trigger()
+    shown = [v for v in window.views.values() if tabs.indexOf(v) < 0] + [tabs.currentWidget()]
+    assert all(view.isVisible() for view in shown)
 
 
 def test_help_menu_has_the_keys_and_the_lesson_map(window):

@@ -161,9 +161,9 @@ def test_output_names_are_checked_before_running(tmp_path, capsys, monkeypatch):
     missing = tmp_path / "no\nsuch" / "t.mvz"
     code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(missing))
     assert_one_line_error(code, err, "line break")
-    long = tmp_path / ("x" * 250 + ".mvz")
+    long = tmp_path / ("x" * 252 + ".mvz")
     code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(long))
-    assert_one_line_error(code, err, "too long")
+    assert_one_line_error(code, err, "too long (256 bytes")
     (tmp_path / "dir.mvz").mkdir()
     code, _, err = run(
         capsys, "record", "tiled", "--backend", "sim", "-o", str(tmp_path / "dir.mvz")
@@ -241,3 +241,68 @@ def test_bundled_recordings_show_without_a_gpu(capsys):
         assert path.stat().st_size <= 3 * 2**20
         code, out, _ = run(capsys, "show", str(path))
         assert code == 0 and "recorded on NVIDIA H200" in out and "rel.error" in out
+
+
+def test_record_checks_every_output_problem_before_simulating(tmp_path, capsys, monkeypatch):
+    import os
+
+    from matviz.backends import contract
+
+    ran = []
+    monkeypatch.setattr(contract, "run", lambda request: ran.append(request))
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    if os.geteuid() == 0:  # root passes permission checks: there the folder's stat() fails
+        real = os.stat
+
+        def stat(path, *args, **kwargs):
+            if os.fspath(path).startswith(str(locked) + os.sep):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "stat", stat)
+    try:
+        bad = {
+            locked / "t.mvz": "Permission denied",
+            tmp_path / ".mvz": "is only a suffix",
+            tmp_path / "gone" / "t.mvz": "does not exist",
+            tmp_path / "tab\there.mvz": "line break or other control character",
+        }
+        for path, fragment in bad.items():
+            code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(path))
+            assert_one_line_error(code, err, fragment)
+    finally:
+        locked.chmod(0o700)
+    assert not ran and sorted(p.name for p in tmp_path.iterdir()) == ["locked"]
+
+
+def test_record_takes_the_longest_name_the_folder_takes(tmp_path, capsys):
+    import os
+
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    path = tmp_path / ("x" * (limit - 4) + ".mvz")
+    argv = ["record", "tiled", "-M", "32", "-N", "32", "-K", "32", "--backend", "sim"]
+    code, out, err = run(capsys, *argv, "-o", str(path))
+    assert code == 0, err
+    assert load_trace(path).shape == (32, 32, 32) and f"saved      {path}" in out
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left behind
+
+
+def test_record_keeps_the_old_trace_when_saving_fails(tmp_path, capsys, monkeypatch):
+    from matviz.core import trace_io
+
+    path = tmp_path / "keep.mvz"
+    path.write_bytes(b"the user's old trace")
+
+    def disk_full(trace, target):
+        with open(target, "wb") as fh:
+            fh.write(b"half a tr")
+        raise MatvizError(f"cannot write trace to {target}: No space left on device")
+
+    monkeypatch.setattr(trace_io, "save_trace", disk_full)
+    argv = ["record", "tiled", "-M", "32", "-N", "32", "-K", "32", "--backend", "sim"]
+    code, _, err = run(capsys, *argv, "-o", str(path))
+    assert_one_line_error(code, err, f"cannot write trace to {path}: No space left on device")
+    assert path.read_bytes() == b"the user's old trace"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.mvz"]

@@ -439,7 +439,14 @@ def test_bundled_recordings_carry_ncu_measurements(path):
     assert measured["tool"].startswith("ncu --clock-control none")
     assert 8_000_000 < measured["dram_read_bytes"] < 8_500_000  # about A + B = 8.39 MB
     assert measured["dram_write_bytes"] == 0  # C stays in L2 at 1024^3
-    assert measured["l1_global_load_bytes"] == trace.manifest["global_bytes"]["issued"]
+    # L1 counts the distinct 32-byte sectors of each warp's request: the tiled kernels' lanes
+    # copy distinct elements (all requested bytes), the naive kernel's lanes share A's element
+    # and, across the warp's two rows, B's sectors (fewer bytes than requested)
+    requested = trace.manifest["global_bytes"]["issued"]
+    if trace.config.sites:
+        assert measured["l1_global_load_bytes"] == requested
+    else:
+        assert measured["l1_global_load_bytes"] < requested
     assert measured["dram_read_bytes"] < measured["l2_bytes"] <= measured["l1_global_load_bytes"]
     bench = (TRACE_DIR.parent / "bench" / "h200_ncu_1024.txt").read_text()
     assert f"{measured['l2_bytes']:,}" in bench and f"{measured['dram_read_bytes']:,}" in bench

@@ -45,7 +45,7 @@ def test_resolve_params_defaults_and_overrides() -> None:
     assert tiled.resolve_params() == {"tile": 16, "pad": 0}
     assert tiled.resolve_params(tile=32, pad=None) == {"tile": 32, "pad": 0}
     assert tiled.resolve_params(tile=8, pad=4) == {"tile": 8, "pad": 4}
-    assert get_kernel("naive").resolve_params() == {"tile": 16}
+    assert get_kernel("naive").resolve_params() == {"tile": 16, "b_col_major": 0}
 
 
 @pytest.mark.parametrize(("name", "value"), [("tile", 12), ("tile", 64), ("pad", 3)])

@@ -215,7 +215,7 @@ def test_defines_and_flags() -> None:
     assert tiled.defines(2)[:3] == ["-DTILE=32", "-DPAD=1", "-DMV_LEVEL=2"]
     # Only the parameters a kernel has: the naive kernel has no PAD.
     naive = get_kernel("naive").configure({}, *SHAPE)
-    assert naive.defines(0) == ["-DTILE=16", "-DMV_LEVEL=0"]
+    assert naive.defines(0) == ["-DTILE=16", "-DB_COL_MAJOR=0", "-DMV_LEVEL=0"]
     flags = compile_flags(get_kernel("tiled").configure({"tile": 8}, *SHAPE), 3)
     assert flags[:3] == ["-DTILE=8", "-DPAD=0", "-DMV_LEVEL=3"]
     assert flags[-1] == f"-I{KERNEL_DIR}"

@@ -79,6 +79,29 @@ def test_zero_length_blocks_still_count(make_trace):
     assert (max_resident(trace), waves(trace)) == (2, 1)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    starts=hnp.arrays(np.int64, st.integers(1, 40), elements=st.integers(0, 30)),
+    lengths=st.lists(st.integers(0, 12), min_size=40, max_size=40),
+    chunk=st.integers(1, 8),
+)
+def test_max_resident_counts_every_instant(starts, lengths, chunk):
+    """Against a count at every instant; chunks of any size give the same answer."""
+    from types import SimpleNamespace
+
+    from matviz.core.trace import BLOCK_DTYPE
+
+    blocks = np.zeros(len(starts), BLOCK_DTYPE)
+    blocks["start"] = starts
+    blocks["end"] = starts + np.array(lengths[: len(starts)])
+    occupied_end = np.maximum(blocks["end"], blocks["start"] + 1)  # zero-length: one instant
+    alive = [
+        int(np.sum((blocks["start"] <= t) & (t < occupied_end))) for t in range(0, 45)
+    ]
+    trace = SimpleNamespace(blocks=blocks)
+    assert max_resident(trace, chunk=chunk) == max(alive)
+
+
 def test_histogram_length(make_trace):
     trace = make_trace(grid=(3, 2), phases=False, n_sms=2)
     trace.manifest["device"]["sm_count"] = 4

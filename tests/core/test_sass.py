@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from matviz.core import sass_table
 from matviz.core.instructions import vector_width
 from matviz.core.registry import get_kernel, kernels
 from matviz.errors import MatvizError
@@ -66,3 +67,40 @@ def test_main_loop_picks_the_longest_backward_branch() -> None:
     ]
     assert sass.main_loop(listing) == ["FFMA R3, R4, R5, R3", "LDS R4, [R6]", "@!P1 BRA 0x40"]
     assert sass.schedule(["@!P1 BRA 0x40"]) == sass.schedule(["@!P0 BRA 0x990"])
+
+
+@pytest.mark.nvcc
+@needs_sass
+@pytest.mark.parametrize(
+    ("kernel", "params"),
+    [
+        ("tiled", {"tile": 32, "pad": 0}),
+        ("register_tiling_1d", {"BM": 64, "BN": 64, "BK": 8, "TM": 8}),
+    ],
+    ids=str,
+)
+def test_bundled_sass_table_is_what_ptxas_emits_now(kernel: str, params: dict) -> None:
+    """resources/bench/sass_sm90_shared_ops.json is current (python -m matviz.bench.sass_table)."""
+    k = get_kernel(kernel)
+    config = k.configure(params, 64, 64, 64)
+    ops = sass.shared_ops_per_step(sass.sass(config, 0), config.n_barriers)
+    assert ops == sass_table.emitted(k.stem, k.labels(params))
+
+
+def test_shared_ops_per_step_divides_an_unrolled_loop() -> None:
+    listing = [
+        (0x00, "LDS.128 R4, [R2]"),
+        (0x10, "STS [R3], R5"),
+        (0x20, "BAR.SYNC.DEFER_BLOCKING 0x0"),
+        (0x30, "LDS R6, [R2+0x4]"),
+        (0x40, "BAR.SYNC.DEFER_BLOCKING 0x0"),
+        (0x50, "LDS.128 R4, [R2+0x10]"),
+        (0x60, "STS [R3+0x4], R5"),
+        (0x70, "BAR.SYNC.DEFER_BLOCKING 0x0"),
+        (0x80, "LDS R6, [R2+0x14]"),
+        (0x90, "BAR.SYNC.DEFER_BLOCKING 0x0"),
+        (0xA0, "@P0 BRA 0x0"),
+    ]
+    assert sass.shared_ops_per_step(listing, 2) == {"LDS": 1, "LDS.128": 1, "STS": 1}
+    with pytest.raises(MatvizError, match="barriers"):
+        sass.shared_ops_per_step(listing, 3)

@@ -254,3 +254,99 @@ def test_the_stepwise_job_of_the_gui_writes_the_same_document(tmp_path, trace):
     _, whole = export(trace, tmp_path / "whole.json")
     assert stepped == whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["steps.json.gz", "whole.json"]
+
+
+# -- a cap on the events: blocks sampled evenly, every SM's counter in full ----------------------
+def resident_at(trace, sm, t_ns):
+    b = trace.blocks
+    start, end = b["start"].astype(np.int64), b["end"].astype(np.int64)
+    return int(((b["smid"] == sm) & (start <= t_ns) & (t_ns < end)).sum())
+
+
+def test_a_cap_keeps_blocks_evenly_and_whole_phases(tmp_path, make_sim):
+    trace = make_sim(m=128, n=128, k=64, level=2)  # 64 blocks x 4 k-tiles x 2 phases
+    per = 2 * trace.n_tiles
+    assert len(trace.blocks) * (1 + per) > 100
+    stats, doc = export_capped(trace, tmp_path / "t.json", 100)
+    blocks = complete(doc, "block")
+    phases = complete(doc, "load") + complete(doc, "compute")
+    assert len(blocks) + len(phases) <= 100
+    assert (len(blocks), len(phases)) == (stats.blocks, stats.phases)
+    assert stats.sampled and stats.total_blocks == 64 and stats.total_phases == 64 * per
+    kept = sorted(e["args"]["block"] for e in blocks)
+    assert len(set(kept)) == len(kept) >= 40  # blocks get half the cap or more
+    assert max(np.diff([-1, *kept, 64])) <= 2  # evenly: never two blocks left out in a row
+    with_phases = {e["args"]["block"] for e in phases}
+    assert with_phases <= set(kept)
+    for b in with_phases:  # a block's phases are all there, or none
+        assert sum(e["args"]["block"] == b for e in phases) == per
+    info = doc["metadata"]["export"]
+    assert info["sampled"] and info["max_events"] == 100
+    assert (info["block_events"], info["blocks"]) == (len(blocks), 64)
+    assert (info["phase_events"], info["phase_events_recorded"]) == (len(phases), 64 * per)
+
+
+def export_capped(trace, path, cap):
+    stats = perfetto.write_perfetto(trace, path, max_events=cap)
+    with open(path, encoding="utf-8") as fh:
+        return stats, json.load(fh)
+
+
+@pytest.mark.parametrize("cap", [1, 7, 10_000])
+def test_every_sm_counter_counts_every_block(tmp_path, make_sim, cap):
+    trace = make_sim(m=128, n=128, k=64, level=2)
+    stats, doc = export_capped(trace, tmp_path / "t.json", cap)
+    assert stats.blocks + stats.phases <= cap
+    counters = [e for e in doc["traceEvents"] if e["ph"] == "C"]
+    assert len(counters) == stats.counters > 0
+    assert {e["pid"] - 1 for e in counters} == set(np.unique(trace.blocks["smid"]).tolist())
+    for e in counters:
+        assert e["name"] == perfetto.COUNTER_NAME
+        t_ns = round(e["ts"] * 1000)
+        assert e["args"]["blocks"] == resident_at(trace, e["pid"] - 1, t_ns), e
+    assert "exact" in doc["metadata"]["export"]["counters"]
+
+
+def test_binned_counters_keep_each_sms_busy_time(make_sim):
+    trace = make_sim(m=512, n=512, k=64, level=1)  # 1024 blocks: ~8 after another per SM
+    pid, ts, hundredths, binned = perfetto.resident_counters(trace, points=5)
+    assert binned
+    b = trace.blocks
+    width = max(trace.duration_ns, int(b["end"].max())) / 5
+    for sm in np.unique(b["smid"]).tolist():
+        mine = pid == sm + 1
+        assert mine.sum() == 6 and hundredths[mine][-1] == 0  # 5 bins, then 0 at the end
+        busy = (b["end"][b["smid"] == sm] - b["start"][b["smid"] == sm]).sum()
+        rounding = 5 * width / 200  # each bin's mean is rounded to 0.01
+        assert hundredths[mine][:-1].sum() / 100 * width == pytest.approx(busy, abs=rounding)
+        assert (np.diff(ts[mine]) > 0).all()
+
+
+def test_the_cli_says_what_it_sampled_and_takes_another_cap(tmp_path, mvz, capsys):
+    from matviz import cli
+
+    out = tmp_path / "t.json"
+    assert cli.main(["export", str(mvz), "-o", str(out), "--max-events", "30"]) == 0
+    stdout = capsys.readouterr().out
+    assert "blocks sampled evenly to --max-events 30" in stdout and "of 24 and 240" in stdout
+    with open(out, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    assert doc["metadata"]["export"]["max_events"] == 30
+    assert len(complete(doc, "block")) + len(complete(doc, "load")) * 2 <= 30
+    assert cli.main(["export", str(mvz), "-o", str(out)]) == 0  # under the cap: no sampling
+    assert "sampled" not in capsys.readouterr().out
+    assert cli.main(["export", "--help"]) == 0
+    assert f"(default {perfetto.MAX_EVENTS})" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_default_cap_keeps_a_big_trace_small_and_quick(tmp_path, make_sim):
+    import time
+
+    trace = make_sim(m=12000, n=12000, k=32, level=1)  # 562,500 blocks, 132 SMs
+    assert len(trace.blocks) > perfetto.MAX_EVENTS
+    started = time.perf_counter()
+    stats = perfetto.write_perfetto(trace, tmp_path / "big.json.gz")
+    seconds = time.perf_counter() - started
+    assert stats.blocks == perfetto.MAX_EVENTS and stats.sampled
+    assert stats.bytes < 100e6 and (tmp_path / "big.json.gz").stat().st_size < 20e6
+    assert seconds < 60

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
-from matviz.core import access, banks
+from matviz.core import access, banks, sass_table, store_fills
 from matviz.core import instructions as ins
 from matviz.core.trace import PROBE_DTYPE
 from matviz.paths import RESOURCE_DIR
@@ -46,6 +46,13 @@ def measured_gflops(kernel: str, params: dict) -> float | None:
         if row.get("kernel") == kernel and row.get("params") == params:
             return float(row["gflops"])
     return None
+
+
+def _op_order(item: tuple[str, int]) -> tuple[int, str]:
+    """Loads before stores, wide before narrow: LDS.128, LDS.64, LDS, STS..."""
+    op = item[0]
+    width = int(op.split(".")[1]) if "." in op else 32
+    return (op.startswith("ST"), -width, op)
 
 
 def lanes_text(lanes: list[int]) -> str:
@@ -459,13 +466,47 @@ class BanksView(Retranslating, QWidget):
             lines.append(measured.format(g0=g0, g1=g1, pct=100.0 * (g1 / g0 - 1.0)))
         return "<br>".join(lines)
 
+    def sass_text(self) -> str:
+        """What ptxas emitted per warp and k-tile (the bundled sm_90 table) against the
+        instructions the model merges the description's accesses into."""
+        from matviz.core.registry import get_kernel
+
+        trace = self.session.trace
+        kernel = get_kernel(trace.kernel)
+        emitted = sass_table.emitted(kernel.stem, kernel.labels(dict(trace.params)))
+        if emitted is None or not self.instrs:
+            return ""
+        model: dict[str, int] = {}
+        for instr in self.instrs:
+            model[instr.opcode] = model.get(instr.opcode, 0) + 1
+
+        def listing(counts: dict[str, int]) -> str:
+            return " + ".join(f"{n} {op}" for op, n in sorted(counts.items(), key=_op_order))
+
+        text = tr("ptxas (sm_90) emits per warp and k-tile: {emitted}.").format(
+            emitted=listing(emitted)
+        )
+        if emitted == model:
+            return text + " " + tr("The model predicts the same instructions.")
+        return (
+            text
+            + " "
+            + tr(
+                "The model merges the description's accesses into {model}; ptxas issues "
+                "{extra} more, and ncu counts ptxas's instructions."
+            ).format(model=listing(model), extra=sum(emitted.values()) - sum(model.values()))
+        )
+
     def store_note(self) -> str:
-        """(e): what ncu measured for conflict-free stores, without a cause nobody measured."""
-        lo, hi = ins.STORE_EXCESS_MEASURED
+        """(e): why ncu counts more store wavefronts than the banks explain, as measured."""
+        lo, hi = store_fills.excess_range()
         return tr(
-            "Measured with ncu on the H200: conflict-free shared stores count {lo:.0f}–{hi:.0f}% "
-            "more wavefronts than this model ({t32:.2f} per STS at T=32); the cause is not known."
-        ).format(lo=100 * lo, hi=100 * hi, t32=ins.STORE_WAVEFRONTS_T32_MEASURED)
+            "Measured with ncu on the H200: shared stores count {lo:.0f}–{hi:.0f}% more "
+            "wavefronts than their bank conflicts explain. The extra ones are L1 fills: the "
+            "tile's global loads bring their lines into L1, whose data banks shared memory "
+            "shares. With the loads cached in L2 only (__ldcg), ncu counts exactly this "
+            "model's wavefronts."
+        ).format(lo=100 * lo, hi=100 * hi)
 
     def _update_texts(self) -> None:
         instr = self.instruction()
@@ -526,7 +567,8 @@ class BanksView(Retranslating, QWidget):
             )
         )
         padding = self.padding_text()
-        self.note.setText((padding + "<br>" if padding else "") + self.store_note())
+        notes = [padding, self.sass_text(), self.store_note()]
+        self.note.setText("<br>".join(n for n in notes if n))
 
     def retranslate(self) -> None:
         trace = self.session.trace

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import (
+    QHBoxLayout,
     QLabel,
     QWidget,
 )
@@ -13,6 +14,10 @@ from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core.timeline import Timeline
+
+# Above this many blocks a side the grid draws every n-th block (no screen shows more pixels
+# across a view): the image, its re-colouring and its painting stay the size of a screen.
+MAX_SIDE = 1024
 
 
 class GridView(Retranslating, QWidget):
@@ -23,12 +28,17 @@ class GridView(Retranslating, QWidget):
         self.session = session
         self.timeline: Timeline | None = None
         self._sm_codes: np.ndarray | None = None  # (gy, gx) uint8, fixed per trace
+        self.sample_step = 1  # the image shows every n-th block in x and in y
+        self._extent = (0, 0)  # the image's size in blocks
         self._state_lut = palette.state_lut()
         self._n_sms = palette.H200_SMS
         self._sm_lut = palette.sm_lut()
 
         self.placeholder = QLabel(alignment=Qt.AlignCenter)
         self.title = QLabel(textFormat=Qt.RichText, wordWrap=True)
+        # The time changes every frame: in a label of its own, sized once per trace, so the
+        # word-wrapped title never re-wraps and re-lays out the view while playing.
+        self.time_label = QLabel(alignment=Qt.AlignRight | Qt.AlignBottom)
         self.legend = QLabel(textFormat=Qt.RichText, wordWrap=True)
         self.plot = palette.make_plot()
         item = self.plot.getPlotItem()
@@ -40,9 +50,10 @@ class GridView(Retranslating, QWidget):
         self.gridlines = palette.cell_lines(item, (255, 255, 255, 150))  # between blocks
         self.gridlines.setZValue(5)
 
-        self.stack = palette.stacked(
-            self, self.placeholder, self.title, (self.plot, 1), self.legend
-        )
+        top = QHBoxLayout()
+        top.addWidget(self.title, 1)
+        top.addWidget(self.time_label, 0, Qt.AlignBottom)
+        self.stack = palette.stacked(self, self.placeholder, top, (self.plot, 1), self.legend)
 
         self.plot.scene().sigMouseClicked.connect(self._on_click)
         self.plot.scene().sigMouseMoved.connect(self._on_move)
@@ -59,12 +70,14 @@ class GridView(Retranslating, QWidget):
         self.timeline = self.session.timeline
         if trace is None:
             self._sm_codes = None
+            self._extent = (0, 0)
             self.image.clear()
         else:
             gx, gy = trace.grid
             self._n_sms = max(int(trace.manifest["device"].get("sm_count", palette.H200_SMS)), 1)
             self._sm_lut = palette.sm_lut(self._n_sms)
-            self._sm_codes = (trace.blocks["smid"] % 256).astype(np.uint8).reshape(gy, gx)
+            self.sample_step = -(-max(gx, gy) // MAX_SIDE)
+            self._sm_codes = self._sampled(trace.blocks["smid"] % 256, gx, gy)
             item = self.plot.getPlotItem()
             # the square grid is narrow: two-digit labels 2 apart ran into each other at 32
             item.getAxis("bottom").setTicks([palette.index_ticks(gx, 8)])
@@ -84,16 +97,26 @@ class GridView(Retranslating, QWidget):
         if self.session.color_mode == "sm":
             codes, lut = self._sm_codes, self._sm_lut
         else:
-            gx, gy = trace.grid
             states = self.timeline.states(self.session.playhead_ns)
-            codes = np.asarray(states, np.uint8).reshape(gy, gx)
-            lut = self._state_lut
+            codes, lut = self._sampled(states, *trace.grid), self._state_lut
         self.image.setImage(codes, lut=lut, levels=(0, 255), autoLevels=False)
+        step = self.sample_step
+        ny, nx = codes.shape
+        if (nx * step, ny * step) != self._extent:  # block coordinates, sampled or not
+            self._extent = (nx * step, ny * step)
+            self.image.setRect(0, 0, *self._extent)
+
+    def _sampled(self, per_block: np.ndarray, gx: int, gy: int) -> np.ndarray:
+        """(gy, gx) uint8 codes of every ``sample_step``-th block in x and y."""
+        step = self.sample_step
+        return np.ascontiguousarray(
+            np.asarray(per_block).astype(np.uint8, copy=False).reshape(gy, gx)[::step, ::step]
+        )
 
     def _on_playhead(self, _ns: int) -> None:
         if self.session.color_mode != "sm":
             self._recolor()
-        self._update_title()
+        self._update_time()
 
     def _on_selection(self, block: int) -> None:
         trace = self.session.trace
@@ -154,13 +177,24 @@ class GridView(Retranslating, QWidget):
         trace = self.session.trace
         if trace is None:
             return
-        t_us = self.session.playhead_ns / 1000.0
         gx, gy = trace.grid
         self.title.setText(
             f"{tr('Output matrix C: one cell per thread block')} ({gx}×{gy})<br>"
             f"{palette.config_text(trace)} · "
-            f"{palette.source_html(trace, self.session.source_label)} · t = {t_us:,.1f} µs"
+            f"{palette.source_html(trace, self.session.source_label)}"
         )
+        widest = self._time_text(self.session.duration_ns)  # the most digits this trace has
+        metrics = self.time_label.fontMetrics()
+        self.time_label.setFixedSize(metrics.horizontalAdvance(widest + "  "), metrics.height())
+        self._update_time()
+
+    @staticmethod
+    def _time_text(ns: int) -> str:
+        return f"t = {ns / 1000.0:,.1f} µs"
+
+    def _update_time(self) -> None:
+        if self.session.trace is not None:
+            self.time_label.setText(self._time_text(self.session.playhead_ns))
 
     def _update_legend(self) -> None:
         if self.session.color_mode == "sm":

@@ -244,6 +244,7 @@ class CellLabels(pg.GraphicsObject):
         cols = max((len(r) for r in self.texts), default=0)
         return QRectF(0, 0, cols, len(self.texts))
 
+    @pg.debug.warnOnException  # an exception here must fail an export, not kill PySide
     def paint(self, p, *args) -> None:
         if not self.texts:
             return

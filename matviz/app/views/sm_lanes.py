@@ -2,12 +2,17 @@
 
 All bars are rasterised once per trace into one (rows x time-bins) uint8 image, so the view
 stays responsive with 65,536 blocks; the playhead is a draggable line, nothing is redrawn.
+With millions of blocks a cell samples the block running at its centre (the status line says
+so), and the layout's sorts run off the GUI thread so the window opens at once.
 """
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
+
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -19,9 +24,11 @@ from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core.timeline import Timeline
+from matviz.core.trace import Trace
 
 BINS = 2000  # time bins of the raster
 MODES = ("wave", "progress")
+ASYNC_BLOCKS = 500_000  # above this many blocks the lanes are laid out off the GUI thread
 ODD_SM_IDLE = 255  # code of an idle cell in an odd SM's rows (banded background)
 PROGRESS_LEVELS = 64
 
@@ -43,8 +50,58 @@ def wave_legend(waves: int) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class LaneLayout:
+    """Where every block of a trace goes in the lanes, and the raster of block ids."""
+
+    row: np.ndarray  # lane row of each block
+    wave: np.ndarray  # SM wave of each block (0-based)
+    keys: np.ndarray  # row * (span + 1) + start, sorted, for hover look-ups
+    order: np.ndarray  # block of each sorted key
+    n_slots: int
+    n_sms: int
+    span: int  # ns
+    cells: np.ndarray  # (rows, BINS): block id + 1 per raster cell, 0 = idle
+    per_cell: float  # blocks one cell stands for on average
+
+
+def lay_out(trace: Trace, timeline: Timeline) -> LaneLayout:
+    """Lane rows ((smid, slot) never overlap in time), waves and the raster: numpy only, so it
+    may run off the GUI thread."""
+    blocks = trace.blocks
+    slot, n_slots = timeline.sm_slots()
+    smid = blocks["smid"].astype(np.int64)
+    n_slots = max(int(n_slots), 1)
+    n_sms = max(int(trace.manifest["device"].get("sm_count", 0)), int(smid.max()) + 1)
+    row = smid * n_slots + np.asarray(slot, np.int64)
+    span = max(int(blocks["end"].max()), 1)
+    keys = row * (span + 1) + blocks["start"]
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    # The wave of a block = how many blocks ran in its lane before it.
+    rows_sorted = row[order]
+    first = np.searchsorted(rows_sorted, rows_sorted, side="left")
+    wave = np.empty(len(blocks), np.int64)
+    wave[order] = np.arange(len(blocks)) - first
+    # Raster: per (row, time-bin) cell the block running at the bin's centre. One search per
+    # cell, so the cost follows the raster, not the block count (no scatter of 2 marks per
+    # block); where bars are shorter than a bin a cell shows one sample of the blocks it spans.
+    n_rows = n_sms * n_slots
+    centres = np.floor((np.arange(BINS) + 0.5) * (span / BINS)).astype(np.int64)
+    rows = np.arange(n_rows, dtype=np.int64)[:, None]
+    i = np.searchsorted(keys, rows * (span + 1) + centres, side="right") - 1
+    block = order[np.maximum(i, 0)]
+    hit = (i >= 0) & (row[block] == rows) & (centres < blocks["end"][block])
+    cells = np.where(hit, block + 1, 0)
+    per_cell = len(blocks) / (n_rows * BINS)
+    return LaneLayout(row, wave, keys, order, n_slots, n_sms, span, cells, per_cell)
+
+
 class SmLanesView(Retranslating, QWidget):
     """x = time (µs), y = (SM, slot) rows; bars coloured by SM wave or by k-tile progress."""
+
+    laidOut = Signal()  # the lanes show the current trace (later than traceChanged when huge)
+    _laidOut = Signal(object, object)  # (trace, LaneLayout) from the layout thread
 
     def __init__(self, session: Session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -58,6 +115,7 @@ class SmLanesView(Retranslating, QWidget):
         self._keys = np.zeros(0)  # row * span + start, sorted, for hover look-ups
         self._order = np.zeros(0, np.int64)
         self._span = 1
+        self.per_cell = 0.0
 
         self.placeholder = QLabel(alignment=Qt.AlignCenter)
         self.title = QLabel(textFormat=Qt.RichText, wordWrap=True)
@@ -84,6 +142,7 @@ class SmLanesView(Retranslating, QWidget):
 
         self.plot.scene().sigMouseMoved.connect(self._on_move)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
+        self._laidOut.connect(self._on_laid_out)
         session.traceChanged.connect(self.refresh)
         session.playheadChanged.connect(self._on_playhead)
         session.selectionChanged.connect(self._on_selection)
@@ -94,54 +153,56 @@ class SmLanesView(Retranslating, QWidget):
         trace = self.session.trace
         self.timeline = self.session.timeline
         self._cells = None
+        self._apply(None)
         if trace is None:
             self.image.clear()
+        elif self.session.interactive and len(trace.blocks) > ASYNC_BLOCKS:
+            # seconds of sorting for millions of blocks: off the GUI thread, so the window
+            # opens and plays while the lanes fill in (video frames wait: not interactive)
+            self.image.clear()
+            work = (trace, self.timeline)
+            threading.Thread(target=self._lay_out_async, args=work, daemon=True).start()
         else:
-            self._layout_rows()
-            self._rasterise()
-            self._paint()
-            span_us = self._span / 1000.0
-            self.viewbox.setLimits(xMin=-0.05 * span_us, xMax=1.05 * span_us)
-            self.viewbox.setRange(xRange=(0, span_us), yRange=(0, self.n_rows), padding=0.01)
-            self.plot.getPlotItem().getAxis("left").setTicks(self._sm_ticks())
-            self._on_playhead(self.session.playhead_ns)
-            self._on_selection(self.session.selected_block)
+            self._show(lay_out(trace, self.timeline))
         self.stack.setCurrentIndex(0 if trace is None else 1)
         self.retranslate()
 
-    def _layout_rows(self) -> None:
-        """Lane row of every block ((smid, slot) never overlap in time) and its SM wave."""
-        trace = self.session.trace
-        blocks = trace.blocks
-        slot, n_slots = self.timeline.sm_slots()
-        smid = blocks["smid"].astype(np.int64)
-        self.n_slots = max(int(n_slots), 1)
-        self.n_sms = max(int(trace.manifest["device"].get("sm_count", 0)), int(smid.max()) + 1)
-        self.n_rows = self.n_sms * self.n_slots
-        self.row = smid * self.n_slots + np.asarray(slot, np.int64)
-        self._span = max(trace.duration_ns, 1)
-        keys = self.row * (self._span + 1) + blocks["start"]
-        self._order = np.argsort(keys, kind="stable")
-        self._keys = keys[self._order]
-        # The wave of a block = how many blocks ran in its lane before it.
-        rows_sorted = self.row[self._order]
-        first = np.searchsorted(rows_sorted, rows_sorted, side="left")
-        self.wave = np.empty(len(blocks), np.int64)
-        self.wave[self._order] = np.arange(len(blocks)) - first
+    def _lay_out_async(self, trace: Trace, timeline: Timeline) -> None:
+        layout = lay_out(trace, timeline)
+        try:
+            self._laidOut.emit(trace, layout)  # queued to the GUI thread
+        except RuntimeError:  # the view was deleted meanwhile
+            pass
 
-    def _rasterise(self) -> None:
-        """Block id + 1 in every (row, time-bin) cell it covers: one cumulative sum."""
-        blocks = self.session.trace.blocks
-        dt = self._span / BINS
-        sb = np.clip(np.rint(blocks["start"] / dt), 0, BINS).astype(np.int64)
-        eb = np.clip(np.rint(blocks["end"] / dt), 0, BINS).astype(np.int64)
-        ids = np.arange(1, len(blocks) + 1, dtype=np.int64)
-        diff = np.zeros(self.n_rows * BINS + 1, np.int64)
-        np.add.at(diff, self.row * BINS + sb, ids)  # lanes never overlap: marks never collide
-        np.add.at(diff, self.row * BINS + eb, -ids)
-        cells = np.cumsum(diff[:-1]).reshape(self.n_rows, BINS)
-        cells[(cells < 0) | (cells > len(blocks))] = 0  # guard: overlapping bars would sum ids
-        self._cells = cells
+    def _on_laid_out(self, trace: Trace, layout: LaneLayout) -> None:
+        if trace is self.session.trace and self._cells is None:  # not a stale trace's
+            self._show(layout)
+            self.retranslate()
+
+    def _apply(self, layout: LaneLayout | None) -> None:
+        if layout is None:  # no trace, or its layout still on the way: no bars, no hover
+            empty = np.zeros(0, np.int64)
+            self.row, self.wave, self._keys, self._order = empty, empty, empty, empty
+            self.n_rows = self.n_slots = self.n_sms = 0
+            self._span, self.per_cell = 1, 0.0
+            return
+        self.row, self.wave = layout.row, layout.wave
+        self._keys, self._order = layout.keys, layout.order
+        self.n_slots, self.n_sms = layout.n_slots, layout.n_sms
+        self.n_rows, self._span = layout.n_sms * layout.n_slots, layout.span
+        self.per_cell = layout.per_cell
+        self._cells = layout.cells
+
+    def _show(self, layout: LaneLayout) -> None:
+        self._apply(layout)
+        self._paint()
+        span_us = self._span / 1000.0
+        self.viewbox.setLimits(xMin=-0.05 * span_us, xMax=1.05 * span_us)
+        self.viewbox.setRange(xRange=(0, span_us), yRange=(0, self.n_rows), padding=0.01)
+        self.plot.getPlotItem().getAxis("left").setTicks(self._sm_ticks())
+        self._on_playhead(self.session.playhead_ns)
+        self._on_selection(self.session.selected_block)
+        self.laidOut.emit()
 
     def _codes(self) -> np.ndarray:
         cells = self._cells
@@ -151,7 +212,8 @@ class SmLanesView(Retranslating, QWidget):
         odd_sm = (np.arange(self.n_rows) // self.n_slots) % 2 == 1
         codes[odd_sm] = ODD_SM_IDLE
         if self.mode == "wave":
-            codes[busy] = np.minimum(self.wave[block], 253) + 1
+            # the colours cycle: wave modulo their count (a clamp drew every wave past 253 alike)
+            codes[busy] = self.wave[block] % len(palette.WAVE_COLORS) + 1
             return codes
         trace = self.session.trace
         t = (np.nonzero(busy)[1] + 0.5) * (self._span / BINS)
@@ -268,7 +330,8 @@ class SmLanesView(Retranslating, QWidget):
     # -- texts -------------------------------------------------------------------------------
     def _update_caption(self) -> None:
         trace = self.session.trace
-        if trace is None:
+        if trace is None or self._cells is None:
+            self.caption.setText("")  # no layout yet: nothing true to say about waves
             return
         n = len(trace.blocks)
         waves = int(self.wave.max()) + 1 if len(self.wave) else 0
@@ -304,4 +367,3 @@ class SmLanesView(Retranslating, QWidget):
                 f"{palette.source_html(trace, self.session.source_label)}"
             )
             self._update_caption()
-

@@ -28,6 +28,8 @@ CUBLAS_COLOR = (120, 60, 160)
 PEAK_COLOR = (90, 90, 90)
 LINE_CHARS = 12  # a tick label's lines are wrapped at about this many characters
 LABEL_GAP_PX = 10  # at least this much space between two tick labels
+# a run's value label: above its point, else below, right or left of it
+VALUE_ANCHORS = ((0.5, 1.3), (0.5, -0.3), (-0.15, 0.5), (1.15, 0.5))
 HEADROOM = 1.15  # the runs plot's top, in FP32 peaks, at least
 
 
@@ -172,6 +174,7 @@ class ThroughputView(Retranslating, QWidget):
             item.setData(idx, [runs[i].gflops for i in idx])
         self._layout_runs()
         self._update_lines()
+        self._clear_reference_labels()
         self.stack.setCurrentIndex(1 if runs or self.session.trace is not None else 0)
 
     def _label_px(self, text: str) -> tuple[float, float]:
@@ -222,6 +225,19 @@ class ThroughputView(Retranslating, QWidget):
             text.setPos(i, runs[i].gflops)
             self.runs_plot.addItem(text)
             self._value_texts.append(text)
+        self._clear_reference_labels()
+
+    def _clear_reference_labels(self) -> None:
+        """Move a value label that would hide under the cuBLAS or peak label (both drawn on top)
+        below its point, else beside it."""
+        labels = [line.label for line in (self.cublas_line, self.peak_line) if line.isVisible()]
+        for text in self._value_texts:
+            for anchor in VALUE_ANCHORS:
+                text.setAnchor(anchor)
+                text.updateTransform(force=True)
+                box = text.sceneBoundingRect()
+                if not any(box.intersects(label.sceneBoundingRect()) for label in labels):
+                    break
 
     def describe_run(self, index: int) -> str:
         """The hover text of one run: everything its short label leaves out."""
@@ -325,4 +341,3 @@ class ThroughputView(Retranslating, QWidget):
             else legend
         )
         self._update_lines()
-

@@ -77,6 +77,7 @@ class TilesView(Retranslating, QWidget):
         self.now_cells: dict[str, set[tuple[int, int]]] = {}  # the thread's reads now
         self.reads: ThreadReads | None = None
         self._step_key: tuple | None = None
+        self._drawn_smem: dict[str, tuple] = {}  # array -> step key of the codes it shows
         self._reads_key: tuple | None = None
 
         self.placeholder = QLabel(alignment=Qt.AlignCenter)
@@ -183,6 +184,7 @@ class TilesView(Retranslating, QWidget):
         self.timeline = self.session.timeline
         self._drawn = None  # force a redraw
         self._step_key = self._reads_key = None
+        self._drawn_smem = {}
         if trace is not None:
             self._shared_panels()
             self.thread_box.blockSignals(True)
@@ -321,9 +323,12 @@ class TilesView(Retranslating, QWidget):
         if self.mode == "compute" and self.reads is not None:
             self.now_cells = self.reads.now(self.fraction)
         for name, cells in self.cells.items():
-            self.images[name].setImage(
-                self.cell_codes(name), lut=self._lut(cells), levels=(0, 6), autoLevels=False
-            )
+            codes = self.cell_codes(name)
+            image = self.images[name]
+            # unchanged codes: no re-render, no repaint of the cells and their labels
+            if step_key != self._drawn_smem.get(name) or not np.array_equal(codes, image.image):
+                self._drawn_smem[name] = step_key
+                image.setImage(codes, lut=self._lut(cells), levels=(0, 6), autoLevels=False)
             now = sorted(self.now_cells.get(name, ()))
             box = self.now_box[name]
             box.setVisible(bool(now))

@@ -1,0 +1,136 @@
+"""The kernel's ``.cu`` source, with the lines of the selected block's current phase lit in the
+phase's colour (lesson 8: the load, barrier 1, the k loop, barrier 2). It follows stepping.
+
+Which lines belong to which phase comes from the stamp macros in the source
+(:mod:`matviz.core.source_map`); instrumentation lines (``MV_...``) are drawn grey, so the
+lesson's code stands out.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFontDatabase, QTextCursor, QTextFormat
+from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QWidget
+
+from matviz.app.i18n import Retranslating, tr
+from matviz.app.session import Session
+from matviz.app.views import palette
+from matviz.core import source_map
+from matviz.core.timeline import BlockState
+
+STATES = {"loading": BlockState.LOADING, "computing": BlockState.COMPUTING}
+INSTRUMENTATION = QColor(150, 150, 150)
+FILL_ALPHA = 70
+
+
+class SourceView(Retranslating, QWidget):
+    def __init__(self, session: Session, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.phases: list[source_map.PhaseLines] = []
+        self.lit: tuple[int, ...] = ()  # 1-based lines lit now
+        self.state: BlockState | None = None
+        self.path = ""  # the .cu file's name
+        self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
+        self.title = QLabel(textFormat=Qt.RichText, wordWrap=True)
+        self.caption = QLabel(textFormat=Qt.RichText, wordWrap=True)
+        self.text = QPlainTextEdit(readOnly=True)
+        self.text.setLineWrapMode(QPlainTextEdit.NoWrap)
+        self.text.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.stack = palette.stacked(
+            self, self.placeholder, self.title, self.caption, (self.text, 1)
+        )
+        self._dim: list[QTextEdit.ExtraSelection] = []
+        session.traceChanged.connect(self.refresh)
+        session.playheadChanged.connect(self._follow)
+        session.selectionChanged.connect(self._follow)
+        self.refresh()
+
+    def refresh(self) -> None:
+        from matviz.core.registry import get_kernel
+
+        trace = self.session.trace
+        self.stack.setCurrentIndex(1 if trace is not None else 0)
+        if trace is None:
+            self.retranslate()
+            return
+        kernel = get_kernel(trace.kernel)
+        try:
+            source = kernel.source.read_text(encoding="utf-8")
+        except OSError as exc:
+            source = tr("The source could not be read: {error}").format(error=exc)
+        self.path = kernel.source.name
+        self.retranslate()
+        self.text.setPlainText(source)
+        self.phases = source_map.phase_lines(trace.config, source)
+        self._dim = [
+            self._selection(number, foreground=INSTRUMENTATION)
+            for number, line in enumerate(source.splitlines(), start=1)
+            if "MV_" in line.split("//", 1)[0]
+        ]
+        self.state = None
+        self._follow()
+
+    def _selection(
+        self, line: int, *, foreground: QColor | None = None, background: QColor | None = None
+    ) -> QTextEdit.ExtraSelection:
+        selection = QTextEdit.ExtraSelection()
+        cursor = QTextCursor(self.text.document().findBlockByNumber(line - 1))
+        selection.cursor = cursor
+        if foreground is not None:
+            selection.format.setForeground(foreground)
+        if background is not None:
+            selection.format.setBackground(background)
+            selection.format.setProperty(QTextFormat.FullWidthSelection, True)
+        return selection
+
+    def _follow(self, *_args) -> None:
+        trace, timeline = self.session.trace, self.session.timeline
+        if trace is None or timeline is None:
+            return
+        state, _ = timeline.block_phase(self.session.selected_block, self.session.playhead_ns)
+        if state == self.state:
+            return
+        self.state = state
+        lines: list[int] = []
+        for phase in self.phases:
+            if STATES.get(phase.state) == state:
+                for first, last in phase.spans:
+                    lines += range(first, last + 1)
+        self.lit = tuple(sorted(set(lines)))
+        color = QColor(*palette.STATE_COLORS.get(state, palette.EMPTY), FILL_ALPHA)
+        lit = [self._selection(n, background=color) for n in self.lit]
+        self.text.setExtraSelections(lit + self._dim)
+        if self.lit:
+            block = self.text.document().findBlockByNumber(self.lit[0] - 1)
+            self.text.setTextCursor(QTextCursor(block))
+            self.text.centerCursor()
+        self._update_caption()
+
+    def _update_caption(self) -> None:
+        trace = self.session.trace
+        if trace is None or self.state is None:
+            self.caption.setText("")
+            return
+        name = tr(palette.STATE_NAMES.get(self.state, ""))
+        if self.lit:
+            text = tr("Block {block} is {state}: lines {first}–{last} are running.").format(
+                block=self.session.selected_block, state=name, first=self.lit[0],
+                last=self.lit[-1],
+            )  # fmt: skip
+        elif not self.phases:
+            text = tr("This kernel has no k-steps: every thread runs the whole loop.")
+        else:
+            text = tr("Block {block}: {state}.").format(
+                block=self.session.selected_block, state=name
+            )
+        self.caption.setText(
+            text
+            + " "
+            + tr("Grey lines are matviz's instrumentation: the macros that write the record.")
+        )
+
+    def retranslate(self) -> None:
+        self.placeholder.setText(tr("No trace loaded"))
+        self.title.setText("<b>" + tr("Kernel source: {file}").format(file=self.path) + "</b>")
+        self._update_caption()

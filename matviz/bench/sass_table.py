@@ -1,0 +1,52 @@
+"""The shared-memory instructions ptxas emits per warp and k-step for every configuration of
+every kernel with shared-memory sites (level-0 build, sm_90), read from the SASS of the main
+loop. Writes ``resources/bench/sass_sm90_shared_ops.json``, which the banks view quotes next
+to the model's merged instructions:
+
+    python -m matviz.bench.sass_table [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from matviz.core import sass_table
+from matviz.core.registry import kernels
+from matviz.toolchain import sass
+from matviz.toolchain.nvcc import DEFAULT_ARCH, nvcc_path
+
+
+def _row(job) -> tuple[str, dict[str, int]]:
+    kernel, params = job
+    config = kernel.configure(params, 64, 64, 64)
+    ops = sass.shared_ops_per_step(sass.sass(config, 0), config.n_barriers)
+    return sass_table.key(kernel.stem, kernel.labels(params)), ops
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(sass_table.TABLE))
+    args = parser.parse_args(argv)
+    jobs = [(k, p) for k in kernels().values() if k.sites for p in k.configurations()]
+    with ThreadPoolExecutor(max_workers=4) as pool:  # nvcc runs in its own processes
+        rows = dict(pool.map(_row, jobs))
+    nvcc = nvcc_path()
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    table = {
+        "source": f"ptxas for {DEFAULT_ARCH}, level-0 build, main k loop: "
+        f"{version.strip().splitlines()[-1] if version.strip() else 'nvcc'}",
+        "per_warp_and_k_step": rows,
+    }
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(table, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"wrote {args.out}: {len(rows)} configurations")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Coalescing (lesson 8 §15, §28): which 32-byte sectors and 128-byte lines one warp's global
+load or store touches, from the kernel's description.
+
+A warp's request for 32 four-byte elements is served in 32-byte sectors: 4 sectors when the
+lanes read 128 consecutive, aligned bytes (coalesced), 1 when they all read one element (a
+broadcast), up to 32 when each lane's element lies in its own sector (a column of a row-major
+matrix: lanes stride by the row length). Matrices start 256-byte aligned (cudaMalloc).
+``ncu`` counts the same thing as ``l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum`` over
+``l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from matviz.core.config import KernelConfig
+from matviz.core.kernel import WARP, GlobalAccess
+
+SECTOR_BYTES = 32
+LINE_BYTES = 128
+ELEMENT_BYTES = 4
+
+
+@dataclass(frozen=True)
+class Request:
+    """One warp-wide global access: every lane's byte address (-1: the lane does not access)."""
+
+    name: str
+    kind: str
+    matrix: str
+    k: int
+    addresses: np.ndarray
+
+    @property
+    def active(self) -> np.ndarray:
+        return self.addresses >= 0
+
+    @property
+    def sectors(self) -> np.ndarray:
+        """The distinct 32-byte sectors, as sector numbers from the matrix's start."""
+        return np.unique(self.addresses[self.active] // SECTOR_BYTES)
+
+    @property
+    def lines(self) -> np.ndarray:
+        return np.unique(self.addresses[self.active] // LINE_BYTES)
+
+    @property
+    def ideal_sectors(self) -> int:
+        """Sectors the distinct bytes would need if they lay side by side and aligned."""
+        distinct = np.unique(self.addresses[self.active]).size * ELEMENT_BYTES
+        return -(-distinct // SECTOR_BYTES)
+
+    @property
+    def broadcast(self) -> bool:
+        return bool(self.active.any()) and np.unique(self.addresses[self.active]).size == 1
+
+
+def addresses(
+    config: KernelConfig,
+    access: GlobalAccess,
+    warp: int,
+    block: tuple[int, int] = (0, 0),
+    t: int = 0,
+    k: int = 0,
+) -> np.ndarray:
+    """Byte offset from the matrix's start of each lane's element; -1 where a lane does not
+    access (outside the block, masked, or outside the matrix: the kernels guard those)."""
+    lanes = config.lanes(warp, block, t, k)
+    out = access.at(lanes, config.p)
+    row, col = (np.broadcast_to(np.asarray(v, np.int64), (WARP,)) for v in out[:2])
+    mask = lanes.active.copy()
+    if len(out) > 2:
+        mask &= np.broadcast_to(np.asarray(out[2], bool), (WARP,))
+    rows, cols = config.matrix_shape(access.matrix)
+    mask &= (row >= 0) & (row < rows) & (col >= 0) & (col < cols)
+    if config.matrix_layout(access.matrix) == "col":
+        element = col * rows + row
+    else:
+        element = row * cols + col
+    return np.where(mask, element * ELEMENT_BYTES, -1)
+
+
+def warp_requests(
+    config: KernelConfig, warp: int, block: tuple[int, int] = (0, 0), t: int = 0
+) -> list[Request]:
+    """Every global request of ``warp`` in k-step ``t`` (for a kernel without k-steps: one
+    iteration of its loop, then its stores)."""
+    out = []
+    for access, repeat in config.global_accesses:
+        for k in range(repeat):
+            where = addresses(config, access, warp, block, t, k)
+            out.append(Request(access.name, access.kind, access.matrix, k, where))
+    return out
+
+
+def sectors_per_request(config: KernelConfig, kind: str = "load") -> float:
+    """Mean sectors per request of ``kind`` over the warps of block (0, 0) in its first k-step,
+    weighted as the kernel issues them: what ncu's sectors / requests gives for a grid of
+    full blocks."""
+    requests = [
+        r
+        for w in range(config.warps)
+        for r in warp_requests(config, w)
+        if r.kind == kind and r.active.any()
+    ]
+    return float(np.mean([r.sectors.size for r in requests])) if requests else float("nan")

@@ -1,0 +1,276 @@
+"""The declared schema of a trace manifest, and the checks of a trace's arrays against it.
+
+The manifest is validated with pydantic models of the sections matviz reads; a section may carry
+more keys than these (a newer recorder, a device file's model), which are kept as they are. The
+bounds come from the hardware, so a hostile file cannot make matviz allocate or draw absurd
+amounts: 1024 threads per block, 32 lanes per warp, at most a few thousand SMs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from matviz.core.config import KernelConfig, StepLayout
+from matviz.core.manifest import SCHEMA_VERSION
+from matviz.core.registry import get_kernel
+from matviz.core.trace import BLOCK_DTYPE, PROBE_DTYPE
+from matviz.errors import MatvizError
+
+MAX_DIM = 1 << 20  # M, N, K; the kernels' 32-bit indexing bounds the products further
+MAX_SMS = 4096  # smid is stored as uint16; the largest GPUs have a few hundred SMs
+MAX_THREADS = 1024  # per block, CUDA's limit
+MAX_WARPS = MAX_THREADS // 32
+MAX_SMEM = 1 << 20  # bytes of shared memory per SM or block; sm_90 has 228 KiB
+MAX_PROBE_ROWS = 1 << 16  # shared accesses of one warp in one k-tile
+PROBE_WIDTHS = (1, 2, 4, 8, 16)  # bytes per lane of a shared load or store
+MAX_ARRAY_BYTES = 4 << 30  # whatever the manifest says, no array is read beyond this
+
+Count = Annotated[int, Field(strict=True, ge=0)]
+Positive = Annotated[int, Field(strict=True, ge=1)]
+Number = Annotated[float, Field(strict=True)]  # strict: no bools, no numeric strings
+NonNegative = Annotated[float, Field(strict=True, ge=0)]
+Level = Annotated[int, Field(strict=True, ge=0, le=3)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class Device(_Section):
+    name: str = "unknown GPU"
+    sm_count: Annotated[int, Field(strict=True, ge=1, le=MAX_SMS)] | None = None
+    clock_mhz: Annotated[float, Field(strict=True, gt=0, le=10_000)] | None = None
+    compute_capability: str | None = None
+    warp_size: Literal[32] | None = None
+    max_threads_per_sm: Annotated[int, Field(strict=True, ge=1, le=4 * MAX_THREADS)] | None = None
+    max_warps_per_sm: Annotated[int, Field(strict=True, ge=1, le=4 * MAX_WARPS)] | None = None
+    max_blocks_per_sm: Annotated[int, Field(strict=True, ge=1, le=64)] | None = None
+    smem_per_sm: Annotated[int, Field(strict=True, ge=0, le=MAX_SMEM)] | None = None
+    smem_per_block: Annotated[int, Field(strict=True, ge=0, le=MAX_SMEM)] | None = None
+    smem_reserved_per_block: Annotated[int, Field(strict=True, ge=0, le=MAX_SMEM)] | None = None
+    smem_alloc_unit: Annotated[int, Field(strict=True, ge=1, le=MAX_SMEM)] | None = None
+    regs_per_sm: Annotated[int, Field(strict=True, ge=1, le=1 << 20)] | None = None
+    reg_alloc_unit_per_warp: Annotated[int, Field(strict=True, ge=1, le=1 << 16)] | None = None
+    max_regs_per_thread: Annotated[int, Field(strict=True, ge=1, le=255)] | None = None
+    cublas_fp32_gflops: NonNegative | None = None
+
+
+class Timer(_Section):
+    name: str
+    resolution_ns: Annotated[int, Field(strict=True, ge=0, le=10**9)]
+    ns_per_cycle: Annotated[float, Field(strict=True, gt=0, le=10**6)] | None = None
+
+
+class Geometry(_Section):
+    grid: Annotated[list[Positive], Field(min_length=2, max_length=2)]
+    block: Annotated[list[Annotated[int, Field(strict=True, ge=1, le=MAX_THREADS)]],
+                     Field(min_length=1, max_length=3)]  # fmt: skip
+    threads: Annotated[int, Field(strict=True, ge=1, le=MAX_THREADS)]
+    warps: Annotated[int, Field(strict=True, ge=1, le=MAX_WARPS)]
+    smem_bytes: Annotated[int, Field(strict=True, ge=0, le=MAX_SMEM)]
+    n_tiles: Annotated[int, Field(strict=True, ge=0, le=MAX_DIM)]
+    registers: dict[str, Annotated[int, Field(strict=True, ge=0, le=255)]] = {}
+
+
+class Probe(_Section):
+    block: Annotated[list[Count], Field(min_length=2, max_length=2)]
+    warp: Annotated[int, Field(strict=True, ge=0, lt=MAX_WARPS)]
+    ktile: Count
+
+
+class Sampling(_Section):
+    budget_bytes: Count
+    timeline_level: Level
+    phase_every: Positive = 1
+    phase_blocks: Count = 0
+    warp_every: Positive | None = None
+    warp_blocks: Count = 0
+    probe: Probe | None = None
+    diagnostics: str | None = None
+
+
+class Stats(_Section):
+    gflops: NonNegative
+    time_ms_median: NonNegative | None = None
+    time_ms_min: NonNegative | None = None
+    time_ms_max: NonNegative | None = None
+    repeats: Positive | None = None
+    cublas_gflops: NonNegative | None = None
+    pct_cublas: NonNegative | None = None
+    rel_error: NonNegative | None = None
+    overhead_pct: Number | None = None
+    diagnostics_overhead_pct: Number | None = None
+    span_ns: Count | None = None
+    event_ms: NonNegative | None = None
+    span_vs_event: NonNegative | None = None
+
+    @model_validator(mode="after")
+    def _span_has_its_parts(self) -> Stats:
+        # The summary prints the ratio with both of its terms.
+        if self.span_vs_event is not None and (self.span_ns is None or self.event_ms is None):
+            raise ValueError("span_vs_event needs span_ns and event_ms")
+        return self
+
+
+class Occupancy(_Section):
+    blocks_per_sm: Count | None = None
+    limiter: str | None = None
+
+    @model_validator(mode="after")
+    def _shown_together(self) -> Occupancy:
+        # The summary prints both as soon as the section is not empty.
+        if (self.model_extra or self.blocks_per_sm is not None) and (
+            self.blocks_per_sm is None or self.limiter is None
+        ):
+            raise ValueError("needs blocks_per_sm and limiter")
+        return self
+
+
+class Launch(_Section):
+    grid: Annotated[list[Positive], Field(min_length=2, max_length=2)]
+
+
+class StepPhase(_Section):
+    name: str
+    begin: str
+    end: str
+    state: str
+    barrier: str | None = None
+
+
+class KStep(_Section):
+    channels: Annotated[list[Annotated[list[str], Field(min_length=1)]], Field(min_length=1)]
+    phases: list[StepPhase]
+    chained: bool = True
+
+
+class Description(_Section):
+    name: str
+    launch: Launch
+    kstep: KStep | None = None
+
+
+class Manifest(_Section):
+    schema_version: Literal[2]  # schema 1 is migrated before this check
+    kernel: str
+    params: dict[str, int | str]
+    M: Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
+    N: Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
+    K: Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
+    dtype: Literal["float32"]
+    backend: Literal["cuda", "sim"]
+    level: Level
+    description: Description
+    device: Device
+    timer: Timer
+    geometry: Geometry
+    sampling: Sampling
+    software: dict[str, Any]
+    stats: Stats
+    occupancy: Occupancy | None = None
+    details: dict[str, Any] | None = None
+
+
+def _one_line(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in err["loc"])
+    if err["type"] == "missing":
+        return f"manifest lacks {where}"
+    got = repr(err.get("input"))
+    got = got if len(got) <= 40 else got[:37] + "..."
+    msg = err["msg"][:1].lower() + err["msg"][1:]
+    return f"manifest field '{where}': {msg}, got {got}"
+
+
+def validate_manifest(manifest: dict[str, Any]) -> tuple[Manifest, KernelConfig]:
+    """The typed manifest and its kernel configuration; MatvizError says what is wrong."""
+    if not isinstance(manifest, dict):
+        raise MatvizError("the manifest is not a JSON object")
+    try:
+        typed = Manifest.model_validate(manifest)
+    except ValidationError as exc:
+        raise MatvizError(_one_line(exc)) from None
+    if typed.schema_version != SCHEMA_VERSION:  # the Literal pins it; this keeps them in step
+        raise MatvizError(f"unknown schema_version {typed.schema_version}")
+    config = get_kernel(typed.kernel).configure(typed.params, typed.M, typed.N, typed.K)
+    geometry = typed.geometry
+    if typed.description.name != config.kernel.name:
+        raise MatvizError(f"the description is of kernel {typed.description.name!r}, "
+                          f"not {typed.kernel!r}")  # fmt: skip
+    if tuple(geometry.grid) != tuple(config.grid):
+        raise MatvizError(f"manifest grid {geometry.grid} is not the kernel's {list(config.grid)}")
+    if geometry.n_tiles != config.n_steps:
+        raise MatvizError(
+            f"manifest n_tiles {geometry.n_tiles} is not the kernel's {config.n_steps}"
+        )
+    return typed, config
+
+
+def step_layout(description: Description) -> StepLayout:
+    """The k-step layout the description declares (as Trace.layout reads it)."""
+    try:
+        kstep = description.kstep
+        return StepLayout.of(kstep.model_dump() if kstep is not None else None)
+    except (TypeError, KeyError, ValueError, AttributeError, StopIteration) as exc:
+        reason = f"no {exc}" if isinstance(exc, KeyError) else str(exc) or "unreadable"
+        raise MatvizError(f"the description's k-step is malformed ({reason})") from None
+
+
+def array_caps(typed: Manifest, layout: StepLayout) -> dict[str, int]:
+    """The most bytes each array can hold for this manifest, before anything is read."""
+    gx, gy = typed.geometry.grid
+    blocks = gx * gy
+    steps = typed.geometry.n_tiles
+    warps = typed.geometry.warps
+    caps = {
+        "blocks": blocks * BLOCK_DTYPE.itemsize,
+        "phase_blocks": blocks * 8,
+        "warp_blocks": blocks * 8,
+        "marks": blocks * steps * len(layout.marks) * 8,
+        # format 1 kept issue, loaded and computed apart
+        "issue": blocks * steps * 8,
+        "loaded": blocks * steps * 8,
+        "computed": blocks * steps * 8,
+        "barrier_wait": blocks * steps * warps * max(layout.n_barriers, 2) * 8,
+        "probe": MAX_PROBE_ROWS * PROBE_DTYPE.itemsize,
+        "delta_encoded": 64,
+    }
+    return {name: min(cap, MAX_ARRAY_BYTES) for name, cap in caps.items()}
+
+
+def _nonnegative(name: str, arr: np.ndarray) -> None:
+    if arr.size and arr.min() < 0:
+        raise MatvizError(f"array {name} holds a negative time")
+
+
+def check_arrays(typed: Manifest, arrays: dict[str, np.ndarray]) -> None:
+    """Ranges the arrays must keep for the views to draw them: MatvizError when they do not."""
+    gx, gy = typed.geometry.grid
+    blocks = arrays["blocks"]
+    if len(blocks) and (blocks["bx"].max() >= gx or blocks["by"].max() >= gy):
+        raise MatvizError(f"array blocks names a block outside the {gx}x{gy} grid")
+    sms = typed.device.sm_count or MAX_SMS
+    if len(blocks) and blocks["smid"].max() >= sms:
+        raise MatvizError(f"array blocks names SM {blocks['smid'].max()} of {sms}")
+    _nonnegative("blocks", blocks["start"])
+    for name in ("marks", "barrier_wait"):
+        _nonnegative(name, arrays[name])
+    marks, waits = arrays["marks"], arrays["barrier_wait"]
+    if len(marks) and marks.shape[1] != typed.geometry.n_tiles:
+        raise MatvizError(f"array marks has {marks.shape[1]} k-steps, the manifest says "
+                          f"{typed.geometry.n_tiles}")  # fmt: skip
+    if len(waits) and waits.shape[2] != typed.geometry.warps:
+        raise MatvizError(f"array barrier_wait has {waits.shape[2]} warps, the manifest says "
+                          f"{typed.geometry.warps}")  # fmt: skip
+    probe = arrays["probe"]
+    if len(probe):
+        if not np.isin(probe["width"], PROBE_WIDTHS).all():
+            raise MatvizError("array probe holds an access width that is not 1, 2, 4, 8 or 16")
+        if not np.isin(probe["kind"], ("load", "store")).all():
+            raise MatvizError("array probe holds an access that is neither load nor store")
+        offsets = probe["offsets"]
+        if offsets.min() < -1 or offsets.max() >= MAX_SMEM or probe["k"].min() < 0:
+            raise MatvizError("array probe holds an offset outside shared memory")

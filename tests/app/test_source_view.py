@@ -1,0 +1,59 @@
+"""The source view lights the lines of the selected block's current phase and follows it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from matviz.app import i18n
+from matviz.app.session import Session
+from matviz.app.views.source_view import SourceView
+from matviz.backends.contract import RunRequest, run
+from matviz.core.timeline import BlockState
+
+
+@pytest.fixture
+def view(qtbot):
+    widget = SourceView(Session())
+    qtbot.addWidget(widget)
+    widget.resize(700, 600)
+    yield widget
+    i18n.set_language("en")
+
+
+def first_time(session, block: int, state: BlockState) -> int:
+    trace, timeline = session.trace, session.timeline
+    start, end = int(trace.blocks["start"][block]), int(trace.blocks["end"][block])
+    for t in np.linspace(start, end, 400).astype(int):
+        if timeline.block_phase(block, t)[0] == state:
+            return int(t)
+    raise AssertionError(f"block {block} is never {state.name}")
+
+
+def lit_text(view) -> str:
+    lines = view.text.toPlainText().splitlines()
+    return "\n".join(lines[n - 1] for n in view.lit)
+
+
+@pytest.mark.parametrize("kernel", ["tiled", "register_tiling_1d"])
+def test_load_and_compute_lines_follow_the_playhead(view, kernel):
+    session = view.session
+    session.set_trace(run(RunRequest(kernel, 256, 256, 256, level=2)))
+    session.select_block(3)
+    session.set_playhead(first_time(session, 3, BlockState.LOADING))
+    loading = lit_text(view)
+    assert "barrier 1" in loading and "sm.As[" in loading and "for (int k" not in loading
+    assert "Block 3 is loading tiles" in view.caption.text()
+    session.set_playhead(first_time(session, 3, BlockState.COMPUTING))
+    computing = lit_text(view)
+    assert "for (int k" in computing and "barrier 2" in computing and "barrier 1" not in computing
+    assert view.text.extraSelections()  # the lit lines and the grey instrumentation lines
+    assert ".cu" in view.title.text()
+
+
+def test_naive_has_no_phases(view):
+    session = view.session
+    session.set_trace(run(RunRequest("naive", 64, 64, 64, level=1)))
+    session.set_playhead(int(session.trace.blocks["start"][0]) + 1)
+    assert view.lit == () and "no k-steps" in view.caption.text()
+    assert "B_COL_MAJOR" in view.text.toPlainText()
