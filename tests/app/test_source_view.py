@@ -47,7 +47,11 @@ def test_load_and_compute_lines_follow_the_playhead(view, kernel):
     session.set_playhead(first_time(session, 3, BlockState.COMPUTING))
     computing = lit_text(view)
     assert "for (int k" in computing and "barrier 2" in computing and "barrier 1" not in computing
-    assert view.text.extraSelections()  # the lit lines and the grey instrumentation lines
+    selections = view.text.extraSelections()  # the lit lines and the grey instrumentation
+    grey = [sel for sel in selections if sel.format.foreground().color().red() == 150]
+    assert grey and all("MV_" in sel.cursor.selectedText() for sel in grey)
+    session.select_block(0)  # another block in another state: the caption follows
+    assert "Block 0" in view.caption.text()
     assert ".cu" in view.title.text()
 
 

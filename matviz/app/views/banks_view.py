@@ -18,7 +18,15 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSpinBox,
+    QWidget,
+)
 
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
@@ -46,6 +54,9 @@ def measured_gflops(kernel: str, params: dict) -> float | None:
         if row.get("kernel") == kernel and row.get("params") == params:
             return float(row["gflops"])
     return None
+
+
+NOTE_MAX_HEIGHT = 120  # px: about six lines
 
 
 def _op_order(item: tuple[str, int]) -> tuple[int, str]:
@@ -90,6 +101,10 @@ class BanksView(Retranslating, QWidget):
         self.warp_box.valueChanged.connect(self._on_warp)
         self.summary = QLabel(textFormat=Qt.RichText, wordWrap=True)
         self.note = QLabel(textFormat=Qt.RichText, wordWrap=True)  # padding, measured stores
+        # the notes scroll, so the bank plot keeps its height however long they are
+        self.note_area = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        self.note_area.setWidget(self.note)
+        self.note_area.setMaximumHeight(NOTE_MAX_HEIGHT)
         self.plot = palette.make_plot()
         item = self.plot.getPlotItem()
         item.getViewBox().setMouseEnabled(False, False)
@@ -108,7 +123,7 @@ class BanksView(Retranslating, QWidget):
         row.addWidget(self.warp_label)
         row.addWidget(self.warp_box)
         self.stack = palette.stacked(
-            self, self.placeholder, self.title, row, self.summary, (self.plot, 1), self.note
+            self, self.placeholder, self.title, row, self.summary, (self.plot, 1), self.note_area
         )
 
         self.plot.scene().sigMouseMoved.connect(self._on_move)
@@ -483,11 +498,11 @@ class BanksView(Retranslating, QWidget):
         def listing(counts: dict[str, int]) -> str:
             return " + ".join(f"{n} {op}" for op, n in sorted(counts.items(), key=_op_order))
 
+        if emitted == model:  # the instruction list above is what ptxas emitted
+            return ""
         text = tr("ptxas (sm_90) emits per warp and k-tile: {emitted}.").format(
             emitted=listing(emitted)
         )
-        if emitted == model:
-            return text + " " + tr("The model predicts the same instructions.")
         return (
             text
             + " "
@@ -567,7 +582,8 @@ class BanksView(Retranslating, QWidget):
             )
         )
         padding = self.padding_text()
-        notes = [padding, self.sass_text(), self.store_note()]
+        store = instr.kind == "store"  # the L1-fill excess concerns stores only
+        notes = [padding, self.sass_text(), self.store_note() if store else ""]
         self.note.setText("<br>".join(n for n in notes if n))
 
     def retranslate(self) -> None:

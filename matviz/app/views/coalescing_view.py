@@ -47,7 +47,7 @@ class CoalescingView(Retranslating, QWidget):
         item = self.plot.getPlotItem()
         item.getViewBox().setMouseEnabled(False, False)
         item.hideAxis("left")
-        item.setRange(xRange=(-0.5, WARP - 0.5), yRange=(-0.6, 1.6), padding=0.02)
+        item.setRange(xRange=(-2.5, WARP + 1.5), yRange=(-0.7, 1.6), padding=0.0)
         item.getAxis("bottom").setTicks([palette.index_ticks(WARP, 16, offset=0.0)])
         self.links = pg.PlotDataItem(pen=pg.mkPen((90, 90, 90, 160), width=1), connect="pairs")
         self.lanes = pg.ScatterPlotItem(size=11, brush=pg.mkBrush(LANE_COLOR), pen=None)
@@ -134,7 +134,8 @@ class CoalescingView(Retranslating, QWidget):
         lanes = np.flatnonzero(r.active)
         sectors = r.sectors
         # sectors spread evenly under the lanes, in address order
-        xs = np.linspace(0, WARP - 1, len(sectors)) if len(sectors) > 1 else np.array([15.5])
+        inner = (1.5, WARP - 2.5)  # room for the outer sectors' boxes and byte labels
+        xs = np.linspace(*inner, len(sectors)) if len(sectors) > 1 else np.array([15.5])
         slot = {int(s): float(x) for s, x in zip(sectors, xs, strict=True)}
         line_of = sectors * co.SECTOR_BYTES // co.LINE_BYTES
         brushes = [pg.mkBrush(LINE_SHADES[int(li) % 2]) for li in line_of]

@@ -30,6 +30,7 @@ class SourceView(Retranslating, QWidget):
         self.phases: list[source_map.PhaseLines] = []
         self.lit: tuple[int, ...] = ()  # 1-based lines lit now
         self.state: BlockState | None = None
+        self.shown: tuple | None = None  # (block, state) the lit lines belong to
         self.path = ""  # the .cu file's name
         self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
         self.title = QLabel(textFormat=Qt.RichText, wordWrap=True)
@@ -68,7 +69,7 @@ class SourceView(Retranslating, QWidget):
             for number, line in enumerate(source.splitlines(), start=1)
             if "MV_" in line.split("//", 1)[0]
         ]
-        self.state = None
+        self.state = self.shown = None
         self._follow()
 
     def _selection(
@@ -76,6 +77,7 @@ class SourceView(Retranslating, QWidget):
     ) -> QTextEdit.ExtraSelection:
         selection = QTextEdit.ExtraSelection()
         cursor = QTextCursor(self.text.document().findBlockByNumber(line - 1))
+        cursor.movePosition(QTextCursor.EndOfBlock, QTextCursor.KeepAnchor)  # the whole line
         selection.cursor = cursor
         if foreground is not None:
             selection.format.setForeground(foreground)
@@ -88,10 +90,11 @@ class SourceView(Retranslating, QWidget):
         trace, timeline = self.session.trace, self.session.timeline
         if trace is None or timeline is None:
             return
-        state, _ = timeline.block_phase(self.session.selected_block, self.session.playhead_ns)
-        if state == self.state:
+        block = self.session.selected_block
+        state, _ = timeline.block_phase(block, self.session.playhead_ns)
+        if (block, state) == self.shown:
             return
-        self.state = state
+        self.shown, self.state = (block, state), state
         lines: list[int] = []
         for phase in self.phases:
             if STATES.get(phase.state) == state:

@@ -28,8 +28,8 @@ CUBLAS_COLOR = (120, 60, 160)
 PEAK_COLOR = (90, 90, 90)
 LINE_CHARS = 12  # a tick label's lines are wrapped at about this many characters
 LABEL_GAP_PX = 10  # at least this much space between two tick labels
-# a run's value label: above its point, else below, right or left of it
-VALUE_ANCHORS = ((0.5, 1.3), (0.5, -0.3), (-0.15, 0.5), (1.15, 0.5))
+# a run's value label: above its point, else right, left or below it
+VALUE_ANCHORS = ((0.5, 1.3), (-0.15, 0.5), (1.15, 0.5), (0.5, -0.3))
 HEADROOM = 1.15  # the runs plot's top, in FP32 peaks, at least
 
 
@@ -229,15 +229,20 @@ class ThroughputView(Retranslating, QWidget):
 
     def _clear_reference_labels(self) -> None:
         """Move a value label that would hide under the cuBLAS or peak label (both drawn on top)
-        below its point, else beside it."""
+        beside its point, else below it, inside the plot."""
         labels = [line.label for line in (self.cublas_line, self.peak_line) if line.isVisible()]
+        inside = self.runs_plot.getViewBox().sceneBoundingRect()  # clear of the axes' labels
         for text in self._value_texts:
+            text.setVisible(True)
             for anchor in VALUE_ANCHORS:
                 text.setAnchor(anchor)
                 text.updateTransform(force=True)
                 box = text.sceneBoundingRect()
-                if not any(box.intersects(label.sceneBoundingRect()) for label in labels):
+                clear = not any(box.intersects(label.sceneBoundingRect()) for label in labels)
+                if clear and inside.contains(box):
                     break
+            else:  # no room in a short plot: the hover still gives the number
+                text.setVisible(False)
 
     def describe_run(self, index: int) -> str:
         """The hover text of one run: everything its short label leaves out."""
