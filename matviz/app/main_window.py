@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from matviz.app.controls import Controls
 from matviz.app.explain_panel import ExplainPanel, HelpDialog
 from matviz.app.i18n import Retranslating, tr
+from matviz.app.lessons_panel import LessonsPanel
 from matviz.app.playback import PlaybackBar
 from matviz.app.runner import Runner
 from matviz.app.session import Session
@@ -41,6 +42,8 @@ from matviz.app.views.sm_lanes import SmLanesView
 from matviz.app.views.source_view import SourceView
 from matviz.app.views.throughput_view import ThroughputView
 from matviz.app.views.tiles_view import TilesView
+from matviz.backends.contract import RunRequest
+from matviz.core import lessons
 from matviz.core.runs import RunPoint
 from matviz.core.trace import Trace
 from matviz.core.trace_io import load_trace, save_trace
@@ -97,6 +100,7 @@ class MainWindow(Retranslating, QMainWindow):
 
         self.explain.conceptRequested.connect(self.show_help)
         self.controls.runRequested.connect(self.start_run)
+        self._pending_step: int | None = None  # a lesson step waiting for its simulation
         self.runner.finished.connect(self._run_finished)
         self.runner.failed.connect(lambda msg: self.show_error(tr("Run failed: ") + msg))
         self.runner.unreadable.connect(lambda msg: self.refuse(tr("Run failed: ") + msg))
@@ -244,7 +248,18 @@ class MainWindow(Retranslating, QMainWindow):
         scroll.setWidget(self.diagnostics)  # a short dock (1280x720) scrolls, never squeezes
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.diagnostics_dock.setWidget(scroll)
-        for dock in (self.controls_dock, self.explain_dock, self.diagnostics_dock):
+        # the guided tour: steps from resources/lessons, each opens its trace, block and view
+        lesson = lessons.load_lesson(lessons.lesson_files()[0])
+        self.lessons = LessonsPanel(self.session, lesson)
+        self.lessons.stepRequested.connect(self.show_lesson_step)
+        self.lessons_dock = QDockWidget(self, objectName="lessons")
+        self.lessons_dock.setWidget(self.lessons)
+        for dock in (
+            self.controls_dock,
+            self.explain_dock,
+            self.diagnostics_dock,
+            self.lessons_dock,
+        ):
             # closable: without it Qt disables the dock's View-menu toggle (which reopens it)
             dock.setFeatures(
                 QDockWidget.DockWidgetMovable
@@ -255,6 +270,7 @@ class MainWindow(Retranslating, QMainWindow):
             self.addDockWidget(Qt.LeftDockWidgetArea, dock)
         # a tab beside the explanation: it takes no room from the views, the text stays in front
         self.tabifyDockWidget(self.explain_dock, self.diagnostics_dock)
+        self.tabifyDockWidget(self.explain_dock, self.lessons_dock)
         self.explain_dock.raise_()
 
     def _build_status_bar(self) -> None:
@@ -308,6 +324,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.view_menu.addAction(self.controls_dock.toggleViewAction())
         self.view_menu.addAction(self.explain_dock.toggleViewAction())
         self.view_menu.addAction(self.diagnostics_dock.toggleViewAction())
+        self.view_menu.addAction(self.lessons_dock.toggleViewAction())
 
         self.playback_menu = bar.addMenu("")
         self.playback_menu.addActions(self.playback.actions_for_menu())
@@ -432,6 +449,63 @@ class MainWindow(Retranslating, QMainWindow):
         self._update_title()
         return True
 
+    def show_lesson_step(self, index: int) -> bool:
+        """Open step ``index`` of the lesson: its recording, block, moment, view and access,
+        then its explanation. A step without a recording is simulated in the worker (the GUI
+        thread never runs nvcc); the rest follows when that run finishes."""
+        step = self.lessons.lesson.steps[index]
+        self.runner.cancel()
+        self._pending_step = None
+        path = step.trace_path()
+        if path is None:
+            sim = step.simulate
+            self._pending_step = index
+            self.runner.start(
+                RunRequest(sim.kernel, sim.M, sim.N, sim.K, sim.params, level=sim.level)
+            )
+            return True
+        errors: list[str] = []
+        read = self._read(path, errors)
+        if read is None:
+            self.refuse(errors[0])
+            return False
+        if not self.show_trace(read[0], replay=True, path=path, point=read[1]):
+            return False
+        self._finish_lesson_step(index)
+        return True
+
+    def _finish_lesson_step(self, index: int) -> None:
+        step = self.lessons.lesson.steps[index]
+        trace = self.session.trace
+        gx, gy = trace.grid
+        bx, by = (gx // 2, gy // 2) if step.block == "middle" else step.block
+        self.session.select_block(trace.block_index(min(bx, gx - 1), min(by, gy - 1)))
+        self.session.set_playhead(round(step.at * self.session.duration_ns))
+        self.bring_to_front(step.view)
+        if step.access:
+            self._choose_access(step.view, step.access)
+        self.lessons.show_step(index)
+
+    def bring_to_front(self, name: str) -> None:
+        """Show view ``name``: its panel on, its tab (and compact page) in front."""
+        self.panel_actions[name].setChecked(True)
+        view = self.views[name]
+        if name in MEMORY_TABS:
+            self.memory_tabs.setCurrentWidget(view)
+        slot = "memory" if name in MEMORY_TABS else name
+        page = self._places[slot][1][0]
+        if self.compact:
+            self.tabs.setCurrentIndex(self._pages.index(page))
+
+    def _choose_access(self, name: str, access: str) -> None:
+        if name == "banks":
+            rows = [i for i, ins in enumerate(self.banks_view.instrs) if ins.site == access]
+            if rows:
+                self.banks_view.sites.setCurrentIndex(rows[0])
+        elif name == "coalescing":
+            box = self.coalescing_view.request_box
+            box.setCurrentIndex(max(box.findText(access), 0))
+
     def open_file(self, path: str | Path, remember: bool = True) -> bool:
         """Load a .mvz; on failure show one dialog (and the error line), keep the current trace."""
         path = Path(path)
@@ -441,6 +515,7 @@ class MainWindow(Retranslating, QMainWindow):
             self.refuse(errors[0])
             return False
         self.runner.cancel()  # a run finishing later must not replace what was just opened
+        self._pending_step = None
         if not self.show_trace(read[0], replay=True, path=path, point=read[1]):
             return False
         if remember:
@@ -467,10 +542,14 @@ class MainWindow(Retranslating, QMainWindow):
     # -- runs ------------------------------------------------------------------------------
     def start_run(self, job: dict) -> None:
         self.clear_error()
+        self._pending_step = None  # the user's run replaces a lesson's
         self.runner.start(job)
 
     def _run_finished(self, trace: Trace) -> None:
-        self.show_trace(trace, replay=False)  # refused with a dialog when unreadable
+        step, self._pending_step = self._pending_step, None
+        # refused with a dialog when unreadable; a lesson's run shows its settings
+        if self.show_trace(trace, replay=step is not None) and step is not None:
+            self._finish_lesson_step(step)
 
     def _playhead_fraction(self) -> float:
         trace = self.session.trace
@@ -596,6 +675,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.controls_dock.setWindowTitle(tr("Run"))
         self.explain_dock.setWindowTitle(tr("What is happening"))
         self.diagnostics_dock.setWindowTitle(tr("Barrier waits (level-3 run)"))
+        self.lessons_dock.setWindowTitle(tr("Lessons"))
         self._update_title()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802

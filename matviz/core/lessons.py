@@ -1,0 +1,119 @@
+"""Guided lessons: steps that each open a recording (or a simulation), a block, a moment, a view
+and an access, with a short explanation in English and 简体中文.
+
+The steps are data (``resources/lessons/*.json``), validated here with pydantic; the app's
+Lessons panel applies them and a test opens every one. A step's text may quote the trace's own
+numbers through ``{placeholders}`` (:func:`facts`), so what it says is what the trace proves.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from matviz.core import metrics
+from matviz.core.trace import Trace
+from matviz.errors import MatvizError
+from matviz.paths import RESOURCE_DIR, TRACE_DIR
+
+LESSON_DIR = RESOURCE_DIR / "lessons"
+LANGUAGES = ("en", "zh_CN")
+VIEWS = ("grid", "sm_lanes", "tiles", "banks", "coalescing", "source", "throughput")
+
+
+class Texts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    en: str = Field(min_length=1)
+    zh_CN: str = Field(min_length=1)
+
+    def get(self, language: str) -> str:
+        return self.zh_CN if language.startswith("zh") else self.en
+
+
+class Simulation(BaseModel):
+    """A run the simulator makes when no recording shows the point (labelled simulated)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kernel: str
+    M: int = Field(ge=1, le=8192)
+    N: int = Field(ge=1, le=8192)
+    K: int = Field(ge=1, le=8192)
+    params: dict[str, int] = {}
+    level: int = Field(default=3, ge=0, le=3)
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    section: str  # the lesson's section, e.g. "§7-9"
+    title: Texts
+    text: Texts
+    trace: str | None = None  # a bundled recording's file name
+    simulate: Simulation | None = None
+    block: tuple[int, int] | Literal["middle"] = "middle"
+    at: float = Field(default=0.3, ge=0.0, le=1.0)  # where the playhead goes, in the run
+    view: Literal["grid", "sm_lanes", "tiles", "banks", "coalescing", "source", "throughput"]
+    access: str | None = None  # the banks instruction or coalescing request to show
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Step:
+        if (self.trace is None) == (self.simulate is None):
+            raise ValueError("a step names either a bundled trace or a simulation")
+        return self
+
+    def trace_path(self) -> Path | None:
+        return TRACE_DIR / self.trace if self.trace else None
+
+
+class Lesson(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: Texts
+    steps: list[Step] = Field(min_length=1)
+
+
+def lesson_files() -> list[Path]:
+    return sorted(LESSON_DIR.glob("*.json"))
+
+
+@lru_cache(maxsize=8)
+def load_lesson(path: Path) -> Lesson:
+    """The lesson in ``path``; a malformed file is one MatvizError line."""
+    try:
+        return Lesson.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise MatvizError(f"cannot read lesson {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise MatvizError(f"lesson {path} is not valid JSON: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise MatvizError(f"lesson {path}: {where}: {first['msg']}") from None
+
+
+def facts(trace: Trace) -> dict[str, Any]:
+    """The numbers a step's text may quote, from the trace itself."""
+    stats = trace.manifest.get("stats", {})
+    gflops = float(stats.get("gflops", 0.0) or 0.0)
+    cublas = float(stats.get("cublas_gflops", 0.0) or 0.0)
+    occupancy = trace.manifest.get("occupancy", {})
+    return {
+        "blocks": len(trace.blocks),
+        "waves": metrics.waves(trace),
+        "resident": metrics.max_resident(trace),
+        "blocks_per_sm": occupancy.get("blocks_per_sm", "?"),
+        "time_us": trace.duration_ns / 1e3,
+        "gflops": gflops,
+        "pct_cublas": 100.0 * gflops / cublas if cublas else 0.0,
+        "requested_mb": float(trace.manifest.get("global_bytes", {}).get("issued", 0.0)) / 1e6,
+    }
+
+
+def render(text: str, trace: Trace) -> str:
+    """``text`` with the trace's facts filled in ({waves}, {gflops:,.0f} ...)."""
+    try:
+        return text.format(**facts(trace))
+    except (KeyError, ValueError, IndexError) as exc:
+        raise MatvizError(f"a lesson text names a fact the trace lacks: {exc}") from None
