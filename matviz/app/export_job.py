@@ -102,7 +102,7 @@ class ExportJob:
 
             o = self.opts
             self.renderer = FrameRenderer(
-                self.trace, o.views, o.size, self.block, o.caption, self.runs
+                self.trace, o.views, o.size, self.block, o.caption, self.runs, o.note, o.access
             )
             pal = None
             if o.format == "gif":

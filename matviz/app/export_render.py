@@ -54,8 +54,10 @@ from matviz.app.i18n import tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.app.views.banks_view import BanksView
+from matviz.app.views.coalescing_view import CoalescingView
 from matviz.app.views.grid_view import GridView
 from matviz.app.views.sm_lanes import SmLanesView
+from matviz.app.views.source_view import SourceView
 from matviz.app.views.throughput_view import ThroughputView
 from matviz.app.views.tiles_view import A_TINTS, B_TINTS, TilesView
 from matviz.core.runs import RunPoint
@@ -69,6 +71,8 @@ VIEW_CLASSES = {
     "sm": SmLanesView,
     "tiles": TilesView,
     "banks": BanksView,
+    "coalescing": CoalescingView,
+    "source": SourceView,
     "throughput": ThroughputView,
 }
 CAPTION_BACKGROUND = "#f2f2f4"
@@ -238,6 +242,21 @@ def to_rgb(image: QImage) -> np.ndarray:
     return rows[:, : 3 * w].reshape(h, w, 3).copy()
 
 
+def choose_access(views: dict[str, QWidget], access: str) -> None:
+    """Show the site ``access`` in the banks view (its first instruction) and the coalescing
+    view (the request of that name), where they are part of the frame."""
+    banks = views.get("banks")
+    if isinstance(banks, BanksView):
+        rows = [i for i, ins in enumerate(banks.instrs) if ins.site == access]
+        if rows:
+            banks.sites.setCurrentIndex(rows[0])
+    coalescing = views.get("coalescing")
+    if isinstance(coalescing, CoalescingView):
+        index = coalescing.request_box.findText(access)
+        if index >= 0:
+            coalescing.request_box.setCurrentIndex(index)
+
+
 class FrameRenderer:
     """Views of one trace in an offscreen container; :meth:`render` gives a frame at a time."""
 
@@ -249,6 +268,8 @@ class FrameRenderer:
         block: int,
         caption: bool = True,
         runs: Sequence[RunPoint] | None = None,
+        note: str = "",
+        access: str = "",
     ) -> None:
         self.app = ensure_app()
         self.trace = trace
@@ -266,6 +287,16 @@ class FrameRenderer:
         self.views: dict[str, QWidget] = {}
         self._splits: list[tuple[QSplitter, list[int]]] = []
         box.addWidget(self._compose(views), 1)
+        if note:  # a lesson step's explanation, over the caption, on every frame
+            px = max(12, round(self.logical[1] / 48))
+            self.note = QLabel(note, textFormat=Qt.RichText, wordWrap=True)
+            self.note.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+            self.note.setStyleSheet(
+                f"background: #fffbe6; color: #1e1e1e; font-size: {px}px;"
+                f"padding: {px // 3}px {px // 2}px; border-top: 1px solid #c8c8cc"
+            )
+            self.note.setFixedHeight(self.note.heightForWidth(self.logical[0] - px) + 2 * px)
+            box.addWidget(self.note)
         self.caption: QLabel | None = None
         if caption:
             px = max(12, round(self.logical[1] / 52))
@@ -290,6 +321,8 @@ class FrameRenderer:
                 for point in runs if runs else [RunPoint.from_trace(trace)]:  # throughput
                     self.session.add_run(point)
                 self.session.select_block(block)
+                if access:
+                    choose_access(self.views, access)
                 self.timeline: Timeline = self.session.timeline
                 self._static_texts()
                 for _ in range(5):  # nested layouts (widgets, then pyqtgraph's) settle

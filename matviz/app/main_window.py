@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from matviz.app.controls import Controls
 from matviz.app.explain_panel import ExplainPanel, HelpDialog
+from matviz.app.export_render import choose_access
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.lessons_panel import LessonsPanel
 from matviz.app.playback import PlaybackBar
@@ -483,7 +484,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.session.set_playhead(round(step.at * self.session.duration_ns))
         self.bring_to_front(step.view)
         if step.access:
-            self._choose_access(step.view, step.access)
+            choose_access(self.views, step.access)
         self.lessons.show_step(index)
 
     def bring_to_front(self, name: str) -> None:
@@ -496,15 +497,6 @@ class MainWindow(Retranslating, QMainWindow):
         page = self._places[slot][1][0]
         if self.compact:
             self.tabs.setCurrentIndex(self._pages.index(page))
-
-    def _choose_access(self, name: str, access: str) -> None:
-        if name == "banks":
-            rows = [i for i, ins in enumerate(self.banks_view.instrs) if ins.site == access]
-            if rows:
-                self.banks_view.sites.setCurrentIndex(rows[0])
-        elif name == "coalescing":
-            box = self.coalescing_view.request_box
-            box.setCurrentIndex(max(box.findText(access), 0))
 
     def open_file(self, path: str | Path, remember: bool = True) -> bool:
         """Load a .mvz; on failure show one dialog (and the error line), keep the current trace."""

@@ -6,18 +6,29 @@ Heavy parts load lazily: a Perfetto export never imports Qt; rendering frames do
 from __future__ import annotations
 
 import argparse
+import html
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import matviz.cli.common as common
+from matviz.errors import MatvizError
 
 NAME = "export"
 
 
 def add_parser(sub) -> None:
     exp = sub.add_parser(NAME, help="the views as GIF / MP4 / PNG, or the trace as Perfetto JSON")
-    exp.add_argument("file", type=Path, help="FILE.mvz")
+    exp.add_argument("file", type=Path, nargs="?", help="FILE.mvz (not with --lesson)")
+    exp.add_argument(
+        "--lesson",
+        type=common.positive_int,
+        metavar="N",
+        help="step N of the lesson (the app's Lessons panel): its recording (or simulation), "
+        "view, block and access, with its explanation over the caption",
+    )
+    exp.add_argument("--lang", choices=("en", "zh_CN"), help="language of the texts (default en)")
     exp.add_argument("--view", help="all (default), grid, sm, tiles, banks, throughput or a list")
     exp.add_argument(
         "--format",
@@ -48,6 +59,37 @@ def add_parser(sub) -> None:
     exp.add_argument("-o", "--output", required=True, type=Path, help="output file")
 
 
+# the app's view names where the export names them otherwise
+EXPORT_VIEW = {"sm_lanes": "sm"}
+
+
+def lesson_step(number: int):
+    from matviz.core import lessons
+
+    lesson = lessons.load_lesson(lessons.lesson_files()[0])
+    if number > len(lesson.steps):
+        raise MatvizError(f"--lesson {number}: the lesson has {len(lesson.steps)} steps")
+    return lesson.steps[number - 1]
+
+
+def step_trace(step):
+    """The step's recording, or the simulation it names (labelled simulated)."""
+    from matviz.backends.contract import RunRequest, run
+    from matviz.core.trace_io import load_trace
+
+    if step.trace:
+        return load_trace(step.trace_path())
+    sim = step.simulate
+    return run(RunRequest(sim.kernel, sim.M, sim.N, sim.K, sim.params, level=sim.level))
+
+
+def step_note(step, trace, language: str) -> str:
+    from matviz.core import lessons
+
+    body = html.escape(lessons.render(step.text.get(language), trace))
+    return f"<b>{html.escape(step.section)} · {html.escape(step.title.get(language))}</b> {body}"
+
+
 def _progress_bar(done: int, total: int) -> None:
     """A frame counter on a terminal; nothing when stderr is a file or a pipe."""
     if sys.stderr.isatty():
@@ -62,12 +104,18 @@ def run(args) -> int:
     from matviz.export.options import build_options
 
     common.check_name(args.output)
+    if (args.file is None) == (args.lesson is None):
+        raise MatvizError("give a trace file or --lesson N (one of them)")
     given = {"from": args.t0, "to": args.t1, "at": args.at, "block": args.block}
     given["max_events"] = args.max_events
+    step = lesson_step(args.lesson) if args.lesson else None
+    if step is not None:  # the step's view and block unless given; its text over the caption
+        given["block"] = args.block or (None if step.block == "middle" else tuple(step.block))
+        given["access"] = step.access
     opts = build_options(
         args.output,
         args.format,
-        view=args.view,
+        view=args.view or (EXPORT_VIEW.get(step.view, step.view) if step else None),
         fps=args.fps,
         duration=args.duration,
         size=args.size,
@@ -75,7 +123,11 @@ def run(args) -> int:
         **given,
     )
     check_writable(args.output)
-    trace = load_trace(args.file)
+    trace = load_trace(args.file) if step is None else step_trace(step)
+    if step is not None:
+        opts = replace(opts, note=step_note(step, trace, args.lang or "en"))
+        if opts.format == "png" and args.at is None:
+            opts = replace(opts, at_us=step.at * trace.duration_ns / 1e3)
     started = time.perf_counter()
     # A job, for Perfetto too: a stop signal then removes the partial file as for a video.
     job = ExportJob(trace, opts, args.output)  # checks times and block first
@@ -90,6 +142,12 @@ def run(args) -> int:
             )
     else:
         with common.needs_qt("--format " + opts.format):  # Qt comes when rendering starts
+            if args.lang:
+                from matviz.app.export_render import ensure_app
+                from matviz.app.i18n import set_language
+
+                ensure_app()
+                set_language(args.lang)
             job.run(_progress_bar)
         w, h = opts.size
         what = f"{job.total} frame{'s' * (job.total > 1)} of {opts.view_label} at {w}x{h}"

@@ -15,7 +15,7 @@ import numpy as np
 from matviz.errors import MatvizError
 from matviz.export.perfetto import MAX_EVENTS
 
-VIEWS = ("all", "grid", "sm", "tiles", "banks", "throughput")
+VIEWS = ("all", "grid", "sm", "tiles", "banks", "coalescing", "source", "throughput")
 FORMATS = ("gif", "mp4", "png", "perfetto")
 VIDEO_FORMATS = ("gif", "mp4")
 SUFFIXES = {"gif": (".gif",), "mp4": (".mp4",), "png": (".png",), "perfetto": (".json", ".json.gz")}
@@ -39,6 +39,8 @@ LAYOUT_MIN = {
     "sm": (900, 520),
     "tiles": (960, 600),
     "banks": (760, 520),
+    "coalescing": (760, 520),
+    "source": (760, 600),
     "throughput": (760, 520),
 }
 DEFAULTS = {"fps": 30, "duration": 10.0, "size": (1280, 720), "caption": True, "view": "all"}
@@ -47,7 +49,19 @@ NOT_FOR = {
     "gif": ("at", "max_events"),
     "mp4": ("at", "max_events"),
     "png": ("fps", "duration", "from", "to", "max_events"),
-    "perfetto": ("view", "fps", "duration", "size", "block", "from", "to", "at", "caption"),
+    "perfetto": (
+        "view",
+        "fps",
+        "duration",
+        "size",
+        "block",
+        "from",
+        "to",
+        "at",
+        "caption",
+        "note",
+        "access",
+    ),
 }
 
 
@@ -64,6 +78,8 @@ class ExportOptions:
     at_us: float | None = None  # PNG still; None: middle of the kernel
     caption: bool = True
     max_events: int = MAX_EVENTS  # Perfetto: block and phase events kept (blocks sampled)
+    note: str = ""  # text over the caption on every frame (a lesson step's explanation)
+    access: str = ""  # the banks instruction or coalescing request the views show (a site)
 
     @property
     def n_frames(self) -> int:
@@ -150,6 +166,8 @@ def build_options(path: Path, fmt: str | None = None, **given) -> ExportOptions:
         at_us=values.get("at"),
         caption=bool(values["caption"]),
         max_events=int(values.get("max_events", MAX_EVENTS)),
+        note=str(values.get("note") or ""),
+        access=str(values.get("access") or ""),
     )
     check(opts)
     return opts

@@ -54,7 +54,14 @@ MAX_EVENTS = 400_000
 COUNTER_POINTS = 1_000
 COUNTER_NAME = "resident"  # Perfetto shows the track as "resident blocks"
 _MANIFEST_KEYS = (
-    "dtype", "level", "description", "device", "timer", "sampling", "stats", "occupancy"
+    "dtype",
+    "level",
+    "description",
+    "device",
+    "timer",
+    "sampling",
+    "stats",
+    "occupancy",
 )
 
 

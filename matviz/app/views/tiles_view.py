@@ -393,9 +393,10 @@ class TilesView(Retranslating, QWidget):
                 f"{name}[{r}][{c}]" for name, cells in self.now_cells.items()
                 for r, c in sorted(cells)
             )  # fmt: skip
-            text = tr("thread {tid} (warp {warp}, lane {lane}) reads {cells} now "
-                      "({pct:.0f}% of the phase)").format(tid=self.thread, warp=warp, lane=lane,
-                                                           cells=now, pct=100 * self.fraction)
+            text = tr(
+                "thread {tid} (warp {warp}, lane {lane}) reads {cells} now "
+                "({pct:.0f}% of the phase)"
+            ).format(tid=self.thread, warp=warp, lane=lane, cells=now, pct=100 * self.fraction)
             text = "<b>{}</b><br>{} {}".format(
                 text,
                 palette.swatch(READ, tr("read by the selected thread in this k-tile")),
