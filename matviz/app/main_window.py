@@ -292,6 +292,9 @@ class MainWindow(Retranslating, QMainWindow):
         self.export_action = QAction(self, shortcut=QKeySequence("Ctrl+E"))
         self.export_action.triggered.connect(self.open_export_dialog)
         self.export_dialog = None
+        self.compare_action = QAction(self)
+        self.compare_action.triggered.connect(self._compare_dialog)
+        self.compare_window: QWidget | None = None
         self.recent_menu = self.file_menu.addMenu("")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         self.quit_action = QAction(self, shortcut=QKeySequence.Quit)
@@ -299,6 +302,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.file_menu.insertAction(self.recent_menu.menuAction(), self.open_action)
         self.file_menu.addAction(self.save_action)
         self.file_menu.addAction(self.export_action)
+        self.file_menu.addAction(self.compare_action)
         self.file_menu.addSeparator()
         self.file_menu.addAction(self.quit_action)
 
@@ -592,6 +596,36 @@ class MainWindow(Retranslating, QMainWindow):
         if name:
             self.open_file(name)
 
+    def _compare_dialog(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(
+            self, tr("Compare with"), str(self._dialog_dir()), tr("matviz traces (*.mvz)")
+        )
+        if name:
+            self.compare_with(name)
+
+    def compare_with(self, path: str | Path) -> bool:
+        """The current trace and the one in ``path`` side by side, in a window of their own;
+        a file that cannot be read is one dialog."""
+        if self.session.trace is None:
+            return False
+        errors: list[str] = []
+        read = self._read(Path(path), errors)
+        if read is None:
+            self.refuse(errors[0])
+            return False
+        from matviz.app.views.compare_view import CompareView
+        from matviz.backends.devices import load_device
+
+        if self.compare_window is not None:
+            self.compare_window.close()
+            self.compare_window.deleteLater()
+        bandwidth = float(load_device()["copy_bandwidth_gbs"])
+        self.compare_window = CompareView((self.session.trace, read[0]), bandwidth)
+        self.compare_window.setWindowTitle(tr("Compare with"))
+        self.compare_window.resize(1280, 720)
+        self.compare_window.show()
+        return True
+
     def _save_dialog(self) -> None:
         name, _ = QFileDialog.getSaveFileName(
             self, tr("Save trace as"), str(self._dialog_dir()), tr("matviz traces (*.mvz)")
@@ -638,6 +672,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.open_action.setText(tr("&Open trace…"))
         self.save_action.setText(tr("&Save trace as…"))
         self.export_action.setText(tr("&Export…"))
+        self.compare_action.setText(tr("&Compare with…"))
         self.recent_menu.setTitle(tr("&Recent files"))
         self.quit_action.setText(tr("&Quit"))
         self.view_menu.setTitle(tr("&View"))
@@ -671,6 +706,10 @@ class MainWindow(Retranslating, QMainWindow):
         self._update_title()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        if self.compare_window is not None:
+            self.compare_window.close()
+            self.compare_window.deleteLater()
+            self.compare_window = None
         self.controls.cancel_pending()
         self.playback.pause()
         if self.help_dialog is not None:

@@ -13,6 +13,7 @@ import os
 import sys
 
 import matviz.cli.common as common
+import matviz.cli.compare as compare
 import matviz.cli.export as export
 import matviz.cli.info as info
 import matviz.cli.kernels as kernels
@@ -22,7 +23,7 @@ import matviz.cli.sweep as sweep
 from matviz.errors import MatvizError
 
 EXIT_USER_ERROR = common.EXIT_USER_ERROR
-COMMANDS = {m.NAME: m for m in (info, kernels, record, show, export, sweep)}
+COMMANDS = {m.NAME: m for m in (info, kernels, record, show, export, compare, sweep)}
 
 
 def build_parser() -> argparse.ArgumentParser:
