@@ -21,12 +21,19 @@ def total_flops(trace: Trace) -> float:
 
 
 # -- FLOP rate over time --------------------------------------------------------------------
+# computing phases one curve spreads at most (a 4096^3 T16 trace has 8 million: 1.8 s)
+MAX_PHASE_INTERVALS = 1 << 20
 
 
 def _flop_intervals(
-    trace: Trace, flops_per_block_tile: float | ArrayLike | None
+    trace: Trace,
+    flops_per_block_tile: float | ArrayLike | None,
+    max_intervals: int = MAX_PHASE_INTERVALS,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start_ns, end_ns, flop) intervals whose flop sum to the GEMM's 2MNK."""
+    """(start_ns, end_ns, flop) intervals whose flop sum to the GEMM's 2MNK.
+
+    Beyond ``max_intervals`` computing phases, every n-th sampled row stands for the rows
+    around it (their FLOP with it): the curve keeps its shape and its integral."""
     blocks = trace.blocks
     per_block = total_flops(trace) / len(blocks)
     sampled = np.unique(trace.phase_blocks) if trace.n_tiles else np.zeros(0, np.int64)
@@ -45,14 +52,17 @@ def _flop_intervals(
         weight = np.broadcast_to(np.asarray(flops_per_block_tile, float), trace.marks.shape[:2])
         if np.any(weight < 0) or weight.sum() <= 0:
             raise ValueError("flops_per_block_tile must be non-negative and not all zero")
+        rows, steps = trace.marks.shape[:2]
+        stride = max(1, -(-rows * steps * len(computing) // max_intervals))
+        marks, weight = trace.marks[::stride], weight[::stride]
         # Edge blocks do fewer useful FLOP than full tiles; rescale so the sampled blocks
         # together carry exactly their share of 2MNK. Only relative weights matter. A k-step
         # with several computing phases splits its FLOP equally between them.
         scale = per_block * len(sampled) / weight.sum() / len(computing)
         share = (weight * scale).ravel()
         for ph in computing:
-            starts.append(trace.marks[:, :, ph.begin].ravel())
-            ends.append(trace.marks[:, :, ph.end].ravel())
+            starts.append(marks[:, :, ph.begin].ravel())
+            ends.append(marks[:, :, ph.end].ravel())
             flops.append(share)
     elif len(sampled):  # no phase computes: the sampled blocks spread theirs like the others
         starts.append(blocks["start"][sampled])
@@ -98,6 +108,7 @@ def flop_rate(
     trace: Trace,
     bins: int | None = None,
     flops_per_block_tile: float | ArrayLike | None = None,
+    max_intervals: int = MAX_PHASE_INTERVALS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """In-kernel FLOP rate over time: (bin centres in ns, GFLOP/s per bin).
 
@@ -115,7 +126,7 @@ def flop_rate(
         edges = np.linspace(0.0, 1.0, bins + 1)
         return (edges[:-1] + edges[1:]) / 2, np.zeros(bins)
 
-    start, end, flop = _flop_intervals(trace, flops_per_block_tile)
+    start, end, flop = _flop_intervals(trace, flops_per_block_tile, max_intervals)
     lo = min(start.min(), 0.0)
     hi = max(end.max(), float(trace.duration_ns), lo + 1.0)
     edges = np.linspace(lo, hi, bins + 1)

@@ -95,9 +95,7 @@ def test_max_resident_counts_every_instant(starts, lengths, chunk):
     blocks["start"] = starts
     blocks["end"] = starts + np.array(lengths[: len(starts)])
     occupied_end = np.maximum(blocks["end"], blocks["start"] + 1)  # zero-length: one instant
-    alive = [
-        int(np.sum((blocks["start"] <= t) & (t < occupied_end))) for t in range(0, 45)
-    ]
+    alive = [int(np.sum((blocks["start"] <= t) & (t < occupied_end))) for t in range(0, 45)]
     trace = SimpleNamespace(blocks=blocks)
     assert max_resident(trace, chunk=chunk) == max(alive)
 
@@ -271,3 +269,18 @@ def test_flop_rate_integral_random_phases(make_trace, lengths, gaps, bins):
     centres, gflops = flop_rate(trace, bins=bins)
     assert np.all(np.isfinite(gflops))
     assert integral(centres, gflops, trace) == pytest.approx(total_flops(trace), rel=1e-9)
+
+
+def test_flop_rate_of_a_large_trace_thins_its_phase_rows():
+    """Beyond max_intervals, every n-th sampled row stands for its neighbours: the same
+    integral, nearly the same curve."""
+    from matviz.backends.contract import RunRequest, run
+
+    trace = run(RunRequest("tiled", 1024, 1024, 1024, {"tile": 16}, level=2))
+    full_x, full = flop_rate(trace, bins=200)
+    thin_x, thin = flop_rate(trace, bins=200, max_intervals=20_000)
+    width = full_x[1] - full_x[0]
+    assert np.array_equal(full_x, thin_x)
+    assert full.sum() * width == pytest.approx(thin.sum() * width, rel=1e-9)
+    assert np.abs(full - thin).sum() < 0.1 * full.sum()
+    assert not np.array_equal(full, thin)  # it did thin
