@@ -1,5 +1,7 @@
 """Fixtures shared by the Qt-using test folders (app, export)."""
 
+import os
+
 import pytest
 
 
@@ -13,3 +15,22 @@ def closes_its_windows(qapp):
     QApplication.processEvents()
     left = [w for w in QApplication.topLevelWidgets() if id(w) not in before and w.isVisible()]
     assert not left, f"test left top-level widgets open: {left}"
+
+
+@pytest.fixture
+def unsearchable(tmp_path, monkeypatch):
+    """A chmod-000 folder; root passes any permission check, so there its stat() fails."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    if os.geteuid() == 0:
+        real = os.stat
+
+        def stat(path, *args, **kwargs):
+            if os.fspath(path).startswith(str(locked) + os.sep):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "stat", stat)
+    yield locked
+    locked.chmod(0o700)

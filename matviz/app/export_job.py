@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -51,6 +52,17 @@ def _signals_between_frames() -> Iterator[list[int]]:
             signal.signal(s, handler)
 
 
+class Renderer(Protocol):
+    """What draws the frames: :class:`matviz.app.export_render.FrameRenderer` (the app's
+    views) or another picture, e.g. two traces compared."""
+
+    def render(self, t_ns: int) -> np.ndarray: ...  # (H, W, 3) uint8 at the output size
+
+    def key_colours(self) -> list[tuple[int, int, int]]: ...  # kept exact in a GIF palette
+
+    def close(self) -> None: ...
+
+
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
@@ -68,6 +80,9 @@ class ExportJob:
         opts: opt.ExportOptions,
         out: str | Path,
         runs: Sequence[RunPoint] | None = None,  # throughput points (default: this trace's)
+        *,
+        renderer: Callable[[], Renderer] | None = None,  # default: the app's views
+        duration_ns: int | None = None,  # the span the frames cover (default: the trace's)
     ) -> None:
         opt.check(opts)
         self.runs = list(runs) if runs else None
@@ -81,12 +96,13 @@ class ExportJob:
             self.plan = perfetto.Plan(trace, opts.max_events)
             self.total = self.plan.pieces()
         else:
-            self.times = opt.frame_times(opts, trace.duration_ns)
+            self.times = opt.frame_times(opts, duration_ns or trace.duration_ns)
             self.block = opt.selected_block(opts, trace.grid)
             self.total = len(self.times)
         self.output = AtomicOutput(self.path)  # checks the folder before any work
         self.done = 0
-        self.renderer = None
+        self.make_renderer = renderer
+        self.renderer: Renderer | None = None
         self.writer: FrameWriter | None = None
         self._pieces: Iterator[bytes] | None = None
         self._file = None
@@ -98,17 +114,20 @@ class ExportJob:
                 self._pieces = perfetto.iter_json(self.trace, plan=self.plan)
                 self._file = perfetto.open_output(self.output.tmp, self.path)  # closed in finish
                 return
-            from matviz.app.export_render import FrameRenderer, key_colours
+            from matviz.app.export_render import FrameRenderer
 
             o = self.opts
-            self.renderer = FrameRenderer(
-                self.trace, o.views, o.size, self.block, o.caption, self.runs, o.note, o.access
-            )
+            if self.make_renderer is not None:
+                self.renderer = self.make_renderer()
+            else:
+                self.renderer = FrameRenderer(
+                    self.trace, o.views, o.size, self.block, o.caption, self.runs, o.note, o.access
+                )
             pal = None
             if o.format == "gif":
                 picks = np.unique(np.linspace(0, len(self.times) - 1, PALETTE_SAMPLES).round())
                 samples = [self.renderer.render(int(self.times[int(i)])) for i in picks]
-                pal = FixedPalette.from_frames(samples, key_colours())
+                pal = FixedPalette.from_frames(samples, self.renderer.key_colours())
             self.writer = open_writer(o.format, self.output.tmp, o.fps, len(self.times), pal)
 
     def step(self, budget_s: float = 0.05) -> bool:

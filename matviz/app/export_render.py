@@ -422,6 +422,9 @@ class FrameRenderer:
             + palette.source_html(trace, trace.provenance)
         )
 
+    def key_colours(self) -> list[tuple[int, int, int]]:
+        return key_colours()
+
     def render(self, t_ns: int) -> np.ndarray:
         """The frame with the playhead at ``t_ns``: (H, W, 3) uint8 at the requested size.
 

@@ -463,11 +463,8 @@ class MainWindow(Retranslating, QMainWindow):
         self._pending_step = None
         path = step.trace_path()
         if path is None:
-            sim = step.simulate
             self._pending_step = index
-            self.runner.start(
-                RunRequest(sim.kernel, sim.M, sim.N, sim.K, sim.params, level=sim.level)
-            )
+            self.runner.start(RunRequest(**step.simulate.model_dump()))
             return True
         errors: list[str] = []
         read = self._read(path, errors)

@@ -68,9 +68,7 @@ class RunRequest:
         if not 0 <= self.probe_warp < config.warps:
             raise MatvizError(f"probe warp {self.probe_warp} is outside 0..{config.warps - 1}")
         if config.n_steps and not 0 <= self.probe_ktile < config.n_steps:
-            raise MatvizError(
-                f"probe k-tile {self.probe_ktile} is outside 0..{config.n_steps - 1}"
-            )
+            raise MatvizError(f"probe k-tile {self.probe_ktile} is outside 0..{config.n_steps - 1}")
 
     def with_backend(self, backend: str) -> RunRequest:
         return replace(self, backend=backend)

@@ -110,16 +110,10 @@ class Recorder:
     def _trace_buffers(self) -> _Buffers:
         c, req = self.config, self.request
         steps = max(c.n_steps, 1)
-        # the budget holds every block's record first, as in the simulator: the same stride
-        held = c.n_blocks * BLOCK_DTYPE.itemsize
-        if held > req.budget_bytes:
-            raise MatvizError(
-                f"{c.n_blocks} blocks need {-(-held // 2**20)} MiB of block records, more than "
-                f"the trace budget of {-(-req.budget_bytes // 2**20)} MiB; raise the budget "
-                f"(--budget-mib) or launch fewer blocks"
-            )
+        # the budget holds every block's record first, as in the simulator
+        left = sampling.after_block_records(c.n_blocks, BLOCK_DTYPE.itemsize, req.budget_bytes)
         phase_every = sampling.phase_every(
-            c.n_blocks, c.n_steps, req.budget_bytes - held, req.phase_every, marks=len(c.marks)
+            c.n_blocks, c.n_steps, left, req.phase_every, marks=len(c.marks)
         )
         warp_every = sampling.warp_every(c.n_blocks, phase_every)
         phase_rows = self._rows(phase_every) if req.level >= 2 else 0

@@ -95,19 +95,7 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
         )
     model = block_model(config, occ, dev)
     n_blocks, n_tiles, sms = config.n_blocks, config.n_steps, dev["sm_count"]
-    budget = request.budget_bytes
-    held = n_blocks * BLOCK_BYTES
-    if held > budget:  # refuse before allocating: the trace holds every block's record
-        most = sampling.MAX_BUDGET_BYTES // 2**20
-        fix = (
-            f"raise the budget (--budget-mib, at most {most}) or launch fewer blocks"
-            if held <= sampling.MAX_BUDGET_BYTES
-            else f"even the largest budget ({most} MiB) is too small: launch fewer blocks"
-        )
-        raise MatvizError(
-            f"{n_blocks} blocks need {-(-held // 2**20)} MiB of block records, more than the "
-            f"trace budget of {-(-budget // 2**20)} MiB; {fix} (a larger tile or a smaller shape)"
-        )
+    left = sampling.after_block_records(n_blocks, BLOCK_BYTES, request.budget_bytes)
     per_sm = model["blocks_per_sm_used"]
     seeds = np.random.SeedSequence(int(seed)).spawn(5)
     total_seed = seeds[0]
@@ -134,7 +122,7 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
         sampling.phase_every(
             n_blocks,
             n_tiles,
-            budget - held,
+            left,
             request.phase_every,
             len(config.marks),
             extra=DETAIL_ROW_BYTES,
@@ -181,7 +169,7 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
             "ktile": request.probe_ktile,
         }
     sampled = Sampling(
-        budget_bytes=int(budget),
+        budget_bytes=int(request.budget_bytes),
         timeline_level=timeline_level,
         phase_every=every,
         phase_blocks=len(phase_rows),

@@ -88,10 +88,10 @@ def _number(text: str) -> float | None:
         return None
 
 
-def read_ncu_csv(path: Path) -> dict[str, float]:
-    """The four metrics from ncu's ``--csv`` output (header row optional, other lines such as
-    ``==PROF==`` ignored); summed over kernels if several were profiled."""
-    wanted = {v: k for k, v in METRICS.items()}
+def read_ncu_csv(path: Path, metrics: dict[str, str] = METRICS) -> dict[str, float]:
+    """``metrics`` (key -> ncu metric name) from ncu's ``--csv`` output (header row optional,
+    other lines such as ``==PROF==`` ignored); summed over kernels if several were profiled."""
+    wanted = {v: k for k, v in metrics.items()}
     out: dict[str, float] = {}
     if not path.is_file():
         return out

@@ -13,7 +13,6 @@ ncu, loads and stores; FLAG beyond 5%).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
@@ -59,23 +58,6 @@ def cmd_launch(args) -> int:
     return 0
 
 
-def read_ncu_csv(path: Path) -> dict[str, float]:
-    """The metrics of METRICS from ncu's ``--csv`` output (other lines ignored)."""
-    wanted = {v: k for k, v in METRICS.items()}
-    out: dict[str, float] = {}
-    if not path.is_file():
-        return out
-    lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.startswith('"')]
-    for row in csv.reader(lines):
-        hits = [i for i, cell in enumerate(row) if cell in wanted]
-        if hits:
-            try:
-                out[wanted[row[hits[-1]]]] = float(row[-1].replace(",", ""))
-            except ValueError:
-                continue
-    return out
-
-
 def compare_rows(directory: Path) -> list[dict]:
     from matviz.core import coalescing
     from matviz.core.registry import get_kernel
@@ -86,7 +68,7 @@ def compare_rows(directory: Path) -> list[dict]:
             continue
         tag, kernel, params = line.split("\t")[:3]
         config = get_kernel(kernel).configure(json.loads(params), SIZE, SIZE, SIZE)
-        measured = read_ncu_csv(directory / f"{tag}.csv")
+        measured = ncu_banks.read_ncu_csv(directory / f"{tag}.csv", METRICS)
         row: dict = {"tag": tag}
         for key, kind in (("ld", "load"), ("st", "store")):
             model = coalescing.sectors_per_request(config, kind)

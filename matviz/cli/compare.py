@@ -10,7 +10,7 @@ import matviz.cli.common as common
 from matviz.errors import MatvizError
 
 NAME = "compare"
-FORMATS = {".png": "png", ".gif": "gif", ".mp4": "mp4"}
+SUFFIXES = (".png", ".gif", ".mp4")
 
 
 def add_parser(sub) -> None:
@@ -25,24 +25,29 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from matviz.app.export_job import ExportJob  # imports Qt only when rendering starts
     from matviz.backends.devices import load_device
     from matviz.core.trace_io import load_trace
-    from matviz.export.atomic import check_writable
-    from matviz.export.options import parse_size
+    from matviz.export.options import build_options
 
     common.check_name(args.output)
-    fmt = FORMATS.get(args.output.suffix.lower())
-    if fmt is None:
+    suffix = args.output.suffix.lower()
+    if suffix not in SUFFIXES:
         raise MatvizError(f"-o {args.output.name}: write .png, .gif or .mp4")
-    if fmt == "png" and (args.fps or args.duration):
+    if suffix == ".png" and (args.fps or args.duration):
         raise MatvizError("--fps and --duration do not apply to a .png")
-    size = parse_size(args.size) if args.size else (1280, 720)
-    check_writable(args.output)
+    opts = build_options(
+        args.output,
+        None,
+        fps=args.fps or (None if suffix == ".png" else 15),
+        duration=args.duration or (None if suffix == ".png" else 6.0),
+        size=args.size,
+    )
     traces = (load_trace(args.first), load_trace(args.second))
     bandwidth = float(load_device()["copy_bandwidth_gbs"])
     started = time.perf_counter()
     with common.needs_qt("matviz compare"):
-        from matviz.app.compare_render import render_compare
+        from matviz.app.compare_render import CompareRenderer
 
         if args.lang:
             from matviz.app.export_render import ensure_app
@@ -50,11 +55,17 @@ def run(args) -> int:
 
             ensure_app()
             set_language(args.lang)
-        frames = render_compare(
-            traces, bandwidth, args.output, fmt, size, args.fps or 15, args.duration or 6.0
+        job = ExportJob(
+            traces[0],
+            opts,
+            args.output,
+            renderer=lambda: CompareRenderer(traces, bandwidth, opts.size),
+            duration_ns=max(t.duration_ns for t in traces),
         )
+        job.run()
     mib = args.output.stat().st_size / 2**20
     seconds = time.perf_counter() - started
+    frames = job.total
     print(f"wrote      {args.output} ({frames} frame{'s' * (frames > 1)}, {mib:.1f} MiB, "
           f"{seconds:.1f} s)")  # fmt: skip
     return 0

@@ -79,8 +79,7 @@ def step_trace(step):
 
     if step.trace:
         return load_trace(step.trace_path())
-    sim = step.simulate
-    return run(RunRequest(sim.kernel, sim.M, sim.N, sim.K, sim.params, level=sim.level))
+    return run(RunRequest(**step.simulate.model_dump()))
 
 
 def step_note(step, trace, language: str) -> str:

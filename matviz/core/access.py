@@ -16,9 +16,11 @@ from matviz.core.kernel import WARP, Where
 from matviz.core.trace import PROBE_DTYPE
 
 
-def _where(
+def evaluate(
     config: KernelConfig, fn: Where, warp: int, block: tuple[int, int], t: int, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, col, mask) of a description's per-lane ``fn`` for the 32 lanes of ``warp``;
+    mask: the lane exists in the block and ``fn`` did not mask it."""
     lanes = config.lanes(warp, block, t, k)
     out = fn(lanes, config.p)
     row, col = (np.broadcast_to(np.asarray(v, np.int64), (WARP,)) for v in out[:2])
@@ -39,7 +41,7 @@ def lane_offsets(
     """Byte offsets of the 32 lanes of ``warp`` at ``site`` (instance ``k``); -1: no access."""
     rs = config.site(site)
     arr = config.array(rs.site.array)
-    row, col, mask = _where(config, rs.site.at, warp, block, t, k)
+    row, col, mask = evaluate(config, rs.site.at, warp, block, t, k)
     offset = config.array_bases[arr.name] + (row * arr.stride + col) * arr.elem_bytes
     return np.where(mask, offset, -1).astype(np.int32)
 
@@ -57,13 +59,9 @@ def global_elements(
     rs = config.site(site)
     if rs.site.source is None:
         raise ValueError(f"site {site} copies nothing from global memory")
-    row, col, mask = _where(config, rs.site.source, warp, block, t, k)
-    rows, cols = _matrix_shape(config, config.array(rs.site.array).source)
+    row, col, mask = evaluate(config, rs.site.source, warp, block, t, k)
+    rows, cols = config.matrix_shape(config.array(rs.site.array).source)
     return row, col, mask & (row < rows) & (col < cols)
-
-
-def _matrix_shape(config: KernelConfig, matrix: str) -> tuple[int, int]:
-    return {"A": (config.M, config.K), "B": (config.K, config.N)}[matrix]
 
 
 def access_records(

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from matviz.core.access import evaluate
 from matviz.core.config import KernelConfig
-from matviz.core.kernel import WARP, GlobalAccess
+from matviz.core.kernel import GlobalAccess
 
 SECTOR_BYTES = 32
 LINE_BYTES = 128
@@ -67,12 +68,7 @@ def addresses(
 ) -> np.ndarray:
     """Byte offset from the matrix's start of each lane's element; -1 where a lane does not
     access (outside the block, masked, or outside the matrix: the kernels guard those)."""
-    lanes = config.lanes(warp, block, t, k)
-    out = access.at(lanes, config.p)
-    row, col = (np.broadcast_to(np.asarray(v, np.int64), (WARP,)) for v in out[:2])
-    mask = lanes.active.copy()
-    if len(out) > 2:
-        mask &= np.broadcast_to(np.asarray(out[2], bool), (WARP,))
+    row, col, mask = evaluate(config, access.at, warp, block, t, k)
     rows, cols = config.matrix_shape(access.matrix)
     mask &= (row >= 0) & (row < rows) & (col >= 0) & (col < cols)
     if config.matrix_layout(access.matrix) == "col":

@@ -369,8 +369,13 @@ class KernelConfig:
                 "count": self.n_steps,
                 "channels": [list(ch) for ch in self.kstep.channels],
                 "phases": [
-                    {"name": ph.name, "begin": ph.begin, "end": ph.end, "state": ph.state,
-                     "barrier": ph.barrier}
+                    {
+                        "name": ph.name,
+                        "begin": ph.begin,
+                        "end": ph.end,
+                        "state": ph.state,
+                        "barrier": ph.barrier,
+                    }
                     for ph in self.kstep.phases
                 ],  # fmt: skip
                 "chained": self.kstep.chained,
@@ -383,8 +388,13 @@ class KernelConfig:
             "concept": k.concept,
             "sections": k.sections,
             "params": [
-                {"name": p.name, "value": self.params[p.name], "values": list(p.values),
-                 "label": p.label, "define": p.define}
+                {
+                    "name": p.name,
+                    "value": self.params[p.name],
+                    "values": list(p.values),
+                    "label": p.label,
+                    "define": p.define,
+                }
                 for p in k.params
             ],  # fmt: skip
             "launch": {
@@ -393,15 +403,28 @@ class KernelConfig:
                 "c_tile": list(self.launch.c_tile),
             },
             "shared": [
-                {"name": a.name, "rows": a.rows, "cols": a.cols, "pad": a.pad,
-                 "elem_bytes": a.elem_bytes, "dtype": a.dtype, "source": a.source,
-                 "base": self.array_bases[a.name]}
+                {
+                    "name": a.name,
+                    "rows": a.rows,
+                    "cols": a.cols,
+                    "pad": a.pad,
+                    "elem_bytes": a.elem_bytes,
+                    "dtype": a.dtype,
+                    "source": a.source,
+                    "base": self.array_bases[a.name],
+                }
                 for a in self.shared
             ],  # fmt: skip
             "sites": [
-                {"name": rs.name, "kind": rs.site.kind, "array": rs.site.array,
-                 "phase": rs.site.phase, "width": rs.site.width, "repeat": rs.repeat,
-                 "slot": rs.slot}
+                {
+                    "name": rs.name,
+                    "kind": rs.site.kind,
+                    "array": rs.site.array,
+                    "phase": rs.site.phase,
+                    "width": rs.site.width,
+                    "repeat": rs.repeat,
+                    "slot": rs.slot,
+                }
                 for rs in self.sites
             ],  # fmt: skip
             "kstep": kstep,
@@ -412,4 +435,3 @@ class KernelConfig:
                 "issued_bytes": self.issued_bytes,
             },
         }
-

@@ -35,7 +35,8 @@ class Texts(BaseModel):
 
 
 class Simulation(BaseModel):
-    """A run the simulator makes when no recording shows the point (labelled simulated)."""
+    """A run the simulator makes when no recording shows the point (labelled simulated);
+    its fields are a RunRequest's (``RunRequest(**simulation.model_dump())``)."""
 
     model_config = ConfigDict(extra="forbid")
     kernel: str

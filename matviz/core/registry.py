@@ -38,9 +38,7 @@ def _load(path: Path) -> Kernel:
     source = path.with_suffix(".cu")
     if not source.is_file():
         raise RuntimeError(f"{path.name} has no kernel source {source.name}")
-    return dataclasses.replace(
-        kernel, number=int(match[1]), name=match[2], source=source
-    )
+    return dataclasses.replace(kernel, number=int(match[1]), name=match[2], source=source)
 
 
 def sibling(stem: str) -> Kernel:

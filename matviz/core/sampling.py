@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from matviz.errors import MatvizError
+
 DEFAULT_BUDGET_BYTES = 256 * 2**20
 # The budget bounds the whole run (peak ~ budget + 500 MB), and playing the trace back in the
 # app takes about as much again: 4 GiB keeps both within a 16 GB machine.
@@ -50,3 +52,22 @@ def warp_every(n_blocks: int, phase_stride: int = 1, target: int = WARP_SAMPLE_T
 def sampled_blocks(n_blocks: int, every: int) -> int:
     """How many blocks a stride of ``every`` keeps (block 0 always)."""
     return math.ceil(n_blocks / every)
+
+
+def after_block_records(n_blocks: int, block_bytes: int, budget_bytes: int) -> int:
+    """What the budget leaves for per-step marks once every block's record (``block_bytes``
+    each) is held; a launch whose records alone exceed it is one MatvizError line, raised
+    before anything is allocated."""
+    held = n_blocks * block_bytes
+    if held <= budget_bytes:
+        return budget_bytes - held
+    most = MAX_BUDGET_BYTES // 2**20
+    fix = (
+        f"raise the budget (--budget-mib, at most {most}) or launch fewer blocks"
+        if held <= MAX_BUDGET_BYTES
+        else f"even the largest budget ({most} MiB) is too small: launch fewer blocks"
+    )
+    raise MatvizError(
+        f"{n_blocks} blocks need {-(-held // 2**20)} MiB of block records, more than the "
+        f"trace budget of {-(-budget_bytes // 2**20)} MiB; {fix} (a larger tile or a smaller shape)"
+    )

@@ -243,37 +243,22 @@ def test_bundled_recordings_show_without_a_gpu(capsys):
         assert code == 0 and "recorded on NVIDIA H200" in out and "rel.error" in out
 
 
-def test_record_checks_every_output_problem_before_simulating(tmp_path, capsys, monkeypatch):
-    import os
-
+def test_record_checks_every_output_problem_before_simulating(
+    tmp_path, capsys, monkeypatch, unsearchable
+):
     from matviz.backends import contract
 
     ran = []
     monkeypatch.setattr(contract, "run", lambda request: ran.append(request))
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0)
-    if os.geteuid() == 0:  # root passes permission checks: there the folder's stat() fails
-        real = os.stat
-
-        def stat(path, *args, **kwargs):
-            if os.fspath(path).startswith(str(locked) + os.sep):
-                raise PermissionError(13, "Permission denied", os.fspath(path))
-            return real(path, *args, **kwargs)
-
-        monkeypatch.setattr(os, "stat", stat)
-    try:
-        bad = {
-            locked / "t.mvz": "Permission denied",
-            tmp_path / ".mvz": "is only a suffix",
-            tmp_path / "gone" / "t.mvz": "does not exist",
-            tmp_path / "tab\there.mvz": "line break or other control character",
-        }
-        for path, fragment in bad.items():
-            code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(path))
-            assert_one_line_error(code, err, fragment)
-    finally:
-        locked.chmod(0o700)
+    bad = {
+        unsearchable / "t.mvz": "Permission denied",
+        tmp_path / ".mvz": "is only a suffix",
+        tmp_path / "gone" / "t.mvz": "does not exist",
+        tmp_path / "tab\there.mvz": "line break or other control character",
+    }
+    for path, fragment in bad.items():
+        code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(path))
+        assert_one_line_error(code, err, fragment)
     assert not ran and sorted(p.name for p in tmp_path.iterdir()) == ["locked"]
 
 

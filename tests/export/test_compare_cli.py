@@ -44,3 +44,20 @@ def test_mistakes_are_one_line_and_keep_the_old_file(capsys, tmp_path, args, fra
     code, _, err = run(capsys, "compare", NAIVE, second, "-o", out, *args[2:])
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err
     assert out.read_bytes() == b"keep me"
+
+
+def test_a_full_disk_keeps_the_old_file(capsys, tmp_path, monkeypatch):
+    """The comparison is written through the export job: its guard and atomic rename hold."""
+    from matviz.export import writers
+
+    def full(self, frame):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writers.GifWriter, "write", full)
+    out = tmp_path / "c.gif"
+    out.write_bytes(b"keep me")
+    code, _, err = run(capsys, "compare", NAIVE, TILED, "-o", out, "--fps", 2, "--duration", 1)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "No space left" in err
+    assert out.read_bytes() == b"keep me" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "c.gif"
+    ]

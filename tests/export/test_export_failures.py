@@ -131,25 +131,6 @@ def test_frames_still_pass_other_warnings_on(trace, closes_its_windows, monkeypa
 
 
 # -- item 7: output paths --------------------------------------------------------------------
-@pytest.fixture
-def unsearchable(tmp_path, monkeypatch):
-    """A chmod-000 folder; root passes any permission check, so there its stat() fails."""
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0)
-    if os.geteuid() == 0:
-        real = os.stat
-
-        def stat(path, *args, **kwargs):
-            if os.fspath(path).startswith(str(locked) + os.sep):
-                raise PermissionError(13, "Permission denied", os.fspath(path))
-            return real(path, *args, **kwargs)
-
-        monkeypatch.setattr(os, "stat", stat)
-    yield locked
-    locked.chmod(0o700)
-
-
 def test_check_writable_turns_a_folder_it_may_not_search_into_one_line(unsearchable):
     with pytest.raises(MatvizError, match="Permission denied") as info:
         atomic.check_writable(unsearchable / "a.gif")

@@ -42,10 +42,6 @@ class HeldCells:
         return f"{self.array.source}[{self.row[r, c]},{self.col[r, c]}]"
 
 
-def _matrix_shape(config: KernelConfig, matrix: str) -> tuple[int, int]:
-    return {"A": (config.M, config.K), "B": (config.K, config.N)}[matrix]
-
-
 def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str, HeldCells]:
     """Every shared array's cells after the stores of k-step ``t`` in ``block`` (bx, by)."""
     grids = {
@@ -59,7 +55,7 @@ def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str
             continue
         arr = config.array(site.array)
         row_of, col_of, inside_of, warp_of = grids[arr.name]
-        n_rows, n_cols = _matrix_shape(config, arr.source)
+        n_rows, n_cols = config.matrix_shape(arr.source)
         base = config.array_bases[arr.name]
         per_lane = max(site.width // arr.elem_bytes, 1)  # a vector store fills adjacent cells
         for warp in range(config.warps):

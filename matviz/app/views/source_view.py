@@ -29,8 +29,7 @@ class SourceView(Retranslating, QWidget):
         self.session = session
         self.phases: list[source_map.PhaseLines] = []
         self.lit: tuple[int, ...] = ()  # 1-based lines lit now
-        self.state: BlockState | None = None
-        self.shown: tuple | None = None  # (block, state) the lit lines belong to
+        self.shown: tuple[int, BlockState] | None = None  # (block, state) of the lit lines
         self.path = ""  # the .cu file's name
         self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
         self.title = QLabel(textFormat=Qt.RichText, wordWrap=True)
@@ -69,7 +68,7 @@ class SourceView(Retranslating, QWidget):
             for number, line in enumerate(source.splitlines(), start=1)
             if "MV_" in line.split("//", 1)[0]
         ]
-        self.state = self.shown = None
+        self.shown = None
         self._follow()
 
     def _selection(
@@ -94,7 +93,7 @@ class SourceView(Retranslating, QWidget):
         state, _ = timeline.block_phase(block, self.session.playhead_ns)
         if (block, state) == self.shown:
             return
-        self.shown, self.state = (block, state), state
+        self.shown = (block, state)
         lines: list[int] = []
         for phase in self.phases:
             if STATES.get(phase.state) == state:
@@ -112,21 +111,20 @@ class SourceView(Retranslating, QWidget):
 
     def _update_caption(self) -> None:
         trace = self.session.trace
-        if trace is None or self.state is None:
+        if trace is None or self.shown is None:
             self.caption.setText("")
             return
-        name = tr(palette.STATE_NAMES.get(self.state, ""))
+        block, state = self.shown
+        name = tr(palette.STATE_NAMES.get(state, ""))
         if self.lit:
             text = tr("Block {block} is {state}: lines {first}–{last} are running.").format(
-                block=self.session.selected_block, state=name, first=self.lit[0],
+                block=block, state=name, first=self.lit[0],
                 last=self.lit[-1],
             )  # fmt: skip
         elif not self.phases:
             text = tr("This kernel has no k-steps: every thread runs the whole loop.")
         else:
-            text = tr("Block {block}: {state}.").format(
-                block=self.session.selected_block, state=name
-            )
+            text = tr("Block {block}: {state}.").format(block=block, state=name)
         self.caption.setText(
             text
             + " "
