@@ -28,7 +28,8 @@ Everything a configuration contributes comes from its kernel description
 Barriers wait for the slowest warp: per-warp skews are exponential (``load_skew_ns``,
 ``compute_skew_frac`` x the k loop) and a barrier passes at their maximum + ``barrier_ns``.
 A kernel without k-steps (one long loop per thread, e.g. 01_naive): K FMAs and 2K loads per
-thread; the loads share the copy bandwidth x ``naive_reuse`` over the resident blocks,
+thread; the loads share the copy bandwidth x ``naive_reuse`` over the resident blocks, times
+the sectors they need over those of row-major matrices (B column-major: 2.4-6.6x),
 + ``naive_latency_ns``. Alone on an SM a block runs ``naive_alone_speedup`` times faster than
 beside b - 1 others (its loads meet no queue), so the SM's age priority lets older blocks finish
 first: the H200 recording's block durations spread from 54 to 150 us around a median of 94 and
@@ -37,13 +38,14 @@ every SM runs 30-33 blocks.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from matviz.core import access, banks
+from matviz.core import access, banks, coalescing
 from matviz.core.config import KernelConfig
 from matviz.core.instructions import vector_width
 from matviz.core.occupancy import Occupancy
@@ -138,6 +140,17 @@ def max_exp_moments(scale: float, n: int) -> tuple[float, float]:
     return scale * float(np.sum(1.0 / i)), scale**2 * float(np.sum(1.0 / i**2))
 
 
+def sector_ratio(config: KernelConfig) -> float:
+    """Sectors per global load of this configuration over those of the same kernel with every
+    matrix row-major: how much more memory traffic its layouts cost (1 when they are the
+    default), from the coalescing model."""
+    if not config.kernel.layouts(config.p):
+        return 1.0
+    row_major = dataclasses.replace(config.kernel, layouts=lambda p: {})
+    plain = row_major.configure(config.params, config.M, config.N, config.K, check=False)
+    return coalescing.sectors_per_request(config) / coalescing.sectors_per_request(plain)
+
+
 def constant(device: dict, name: str) -> float:
     return float(device["model"].get(name, MODEL_DEFAULTS.get(name, 0.0)))
 
@@ -164,6 +177,7 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     if not config.n_steps:  # no k-steps: one long loop per thread, no barriers
         K = config.K
         loads = 2 * K * FLOAT_BYTES * threads * resident / (bandwidth * m["naive_reuse"])
+        loads *= sector_ratio(config)  # a layout the lanes read across costs more sectors
         fmas = K * threads * b / (device["fp32_fma_per_clk_per_sm"] * clk)
         body = m["naive_latency_ns"] + max(loads, fmas)
         skew = m["naive_skew_frac"] * body

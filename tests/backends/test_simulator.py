@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from matviz.backends import sim_model, simulator
-from matviz.backends.contract import RunRequest
+from matviz.backends.contract import RunRequest, run
 from matviz.backends.devices import DEVICE_DIR, cublas_gflops, load_device
 from matviz.backends.sim_model import vector_width
 from matviz.backends.simulator import schedule, simulate, site_costs
@@ -715,3 +715,16 @@ def test_sim_fit_compares_and_fits_recordings(tmp_path, capsys):
     fitted = load_device(device_file)
     assert fitted["model"]["fit"]["names"] == names
     assert all(abs(r["error_pct"]) < 2 for r in sim_fit.compare(cases, fitted))
+
+
+def test_a_column_major_b_costs_the_naive_kernel_its_extra_sectors():
+    """B column-major: each warp needs 9 sectors per load where row-major needs 2 (T16);
+    the simulated kernel is that much slower (the H200 measured 5.7x at 4096^3)."""
+    from matviz.backends.sim_model import sector_ratio
+    from matviz.core.registry import get_kernel
+
+    config = get_kernel("naive").configure({"tile": 16, "b_col_major": 1}, 1024, 1024, 1024)
+    assert sector_ratio(config) == pytest.approx(9 / 2)
+    plain = run(RunRequest("naive", 1024, 1024, 1024, {"tile": 16}, level=1))
+    column = run(RunRequest("naive", 1024, 1024, 1024, {"tile": 16, "b_col_major": 1}, level=1))
+    assert 3.0 < column.duration_ns / plain.duration_ns < 6.0
