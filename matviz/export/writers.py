@@ -12,8 +12,12 @@ MP4: H.264 through imageio-ffmpeg (the ffmpeg binary ships in its wheel), stream
 
 from __future__ import annotations
 
+import errno
 import math
-from collections.abc import Sequence
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -29,6 +33,7 @@ LUT_BITS = 6  # bits per channel of the colour lookup table (64^3 entries)
 # Pixels of the sample frames the palette is chosen from: larger samples are thinned (every
 # n-th row and column), so an 8K GIF does not hold five full RGB copies and Pillow's of them.
 PALETTE_SAMPLE_PIXELS = 8_000_000
+FULL_DISK_BYTES = 1 << 20  # less free space than this after a failed write: the disk filled
 INDEX_CHUNK_PIXELS = 1 << 20  # frame.index() works in slabs: its int32 copies stay small
 MP4_PARAMS = ["-preset", "veryfast", "-crf", "18", "-movflags", "+faststart"]
 
@@ -130,7 +135,11 @@ class GifWriter:
 
 
 class Mp4Writer:
+    """ffmpeg in a subprocess, kept quiet: its own error lines would break the one-line promise,
+    so a write that fails says why here (a full disk shows only as a broken pipe)."""
+
     def __init__(self, path: Path, fps: float) -> None:
+        self.path = path
         self.file = iio2.get_writer(
             path,
             format="FFMPEG",
@@ -141,14 +150,25 @@ class Mp4Writer:
             macro_block_size=1,  # options.py insists on even sizes; never rescale
             quality=None,
             output_params=MP4_PARAMS,
-            ffmpeg_log_level="error",
+            ffmpeg_log_level="quiet",
         )
 
     def write(self, frame: np.ndarray) -> None:
-        self.file.append_data(frame)
+        with self._reason():
+            self.file.append_data(frame)
 
     def close(self) -> None:
-        self.file.close()
+        with self._reason():
+            self.file.close()
+
+    @contextmanager
+    def _reason(self) -> Iterator[None]:
+        try:
+            yield
+        except (OSError, RuntimeError) as exc:
+            if shutil.disk_usage(self.path.parent).free < FULL_DISK_BYTES:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from exc
+            raise
 
     def abort(self) -> None:
         self.file.close()  # ffmpeg ends the partial video; the caller deletes it

@@ -290,3 +290,26 @@ def test_a_stop_signal_mid_perfetto_export_keeps_the_old_file(tmp_path, make_sim
     assert err.strip().splitlines() == ["matviz: interrupted"]
     assert out.read_bytes() == OLD
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.mvz", "old.json"]
+
+
+@pytest.mark.parametrize(("free", "expected"), [(0, "No space left on device"), (1 << 40, "pipe")])
+def test_a_failed_mp4_write_names_a_full_disk(tmp_path, monkeypatch, free, expected):
+    """ffmpeg runs quiet (its lines would break the one-line promise); a full disk reaches us
+    only as a broken pipe, so the writer says what happened."""
+    import shutil
+    from collections import namedtuple
+
+    from matviz.export import writers
+
+    writer = writers.Mp4Writer(tmp_path / "v.mp4", 10)
+
+    def broken(frame):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(writer.file, "append_data", broken)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(1 << 41, 1 << 41, free))
+    with pytest.raises(OSError, match=expected):
+        writer.write(np.zeros((64, 64, 3), np.uint8))
+    monkeypatch.undo()
+    writer.abort()
