@@ -95,8 +95,12 @@ def wavefronts(offsets: ArrayLike, width: int) -> np.ndarray:
     counts, lead = _words_per_bank(offsets, width)
     phases = counts.max(axis=2).sum(axis=1)
     if int(width) > BANK_BYTES:
+        measured = FEW_WORDS_WAVEFRONTS[int(width)]
         few = one_pass(offsets, width)
-        phases = np.where(few, np.minimum(phases, FEW_WORDS_WAVEFRONTS[int(width)]), phases)
+        phases = np.where(few, np.minimum(phases, measured), phases)
+        # a broadcast costs what ncu measured however few lanes take part (edge blocks)
+        broadcast = warp_broadcast(np.asarray(offsets, np.int64).reshape(-1, WARP_SIZE))
+        phases = np.where(broadcast, measured, phases)
     return phases.reshape(lead)
 
 

@@ -177,3 +177,10 @@ def test_matches_reference(rows, width):
     assert wavefronts(off, width).tolist() == [e[0] for e in expected]
     assert conflict_degree(off, width).tolist() == [e[1] for e in expected]
     assert bank_matrix(off, width).tolist() == [e[2] for e in expected]
+
+
+def test_a_broadcast_of_a_few_lanes_costs_what_a_warp_wide_one_does():
+    """Edge blocks leave lanes out; a broadcast LDS.128 still costs ncu's 2 wavefronts."""
+    one_lane = np.full((1, 32), -1)
+    one_lane[0, 31] = 0
+    assert wavefronts(one_lane, 16).tolist() == [2] and wavefronts(one_lane, 8).tolist() == [1]
