@@ -2,6 +2,7 @@
 // article §3-4). Each block stages a TILE x TILE tile of A and of B in shared memory, then every
 // thread reuses them TILE times: 2mnk/TILE global loads instead of 2mnk. PAD extra columns per
 // row let the lesson show what padding does to banks and to vectorised (LDS.128) loads.
+// DROP_SYNC = 1 or 2 leaves out barrier 1 or 2 on purpose: the race of §11-12, on real hardware.
 #include "trace.cuh"
 
 #ifndef TILE
@@ -9,6 +10,9 @@
 #endif
 #ifndef PAD
 #define PAD 0
+#endif
+#ifndef DROP_SYNC
+#define DROP_SYNC 0
 #endif
 
 // One struct fixes where Bs sits relative to As, so the access model knows every address.
@@ -40,7 +44,7 @@ __device__ __forceinline__ void tiled(const float *A, const float *B, float *C, 
         MV_PROBE(MV_SITE_st_Bs, &sm.Bs[threadIdx.y][threadIdx.x]);
 
         MV_ARRIVE(t, 0);
-        __syncthreads();  // barrier 1: the whole tile is loaded before anyone reads it (§11)
+        if (DROP_SYNC != 1) __syncthreads();  // barrier 1: the whole tile is loaded before anyone reads it (§11)
         MV_RELEASED(t, 0);
         MV_MARK_LOADED(t);
 
@@ -48,11 +52,14 @@ __device__ __forceinline__ void tiled(const float *A, const float *B, float *C, 
         for (int k = 0; k < TILE; ++k) {
             MV_PROBE(MV_SITE_ld_As + k, &sm.As[threadIdx.y][k]);
             MV_PROBE(MV_SITE_ld_Bs + k, &sm.Bs[k][threadIdx.x]);
-            sum += sm.As[threadIdx.y][k] * sm.Bs[k][threadIdx.x];
+            const float a = sm.As[threadIdx.y][k], b = sm.Bs[k][threadIdx.x];
+            MV_PROBE_VALUE(t, MV_SITE_ld_As + k, a);
+            MV_PROBE_VALUE(t, MV_SITE_ld_Bs + k, b);
+            sum += a * b;
         }
 
         MV_ARRIVE(t, 1);
-        __syncthreads();  // barrier 2: nobody overwrites a tile another warp still reads (§12)
+        if (DROP_SYNC != 2) __syncthreads();  // barrier 2: nobody overwrites a tile another warp still reads (§12)
         MV_RELEASED(t, 1);
     }
     MV_MARK_LAST_COMPUTED();

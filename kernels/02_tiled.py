@@ -28,7 +28,11 @@ KERNEL = Kernel(
     params=(
         Param("tile", (8, 16, 32), 16, "TILE", "T", "tile edge T: each block is T x T threads"),
         Param("pad", (0, 1, 2, 4), 0, "PAD", "P", "extra shared-memory columns per tile row"),
-    ),
+        Param("drop_sync", (0, 1, 2), 0, "DROP_SYNC", "no-sync",
+              "deliberately broken: 1 leaves out barrier 1 (reads before the tile is "
+              "loaded), 2 leaves out barrier 2 (the next tile overwrites one still read)",
+              label_default=False, broken=(1, 2)),
+    ),  # fmt: skip
     launch=lambda p, M, N, K: Launch(
         grid=(cdiv(N, p.tile), cdiv(M, p.tile)), block=(p.tile, p.tile), c_tile=(p.tile, p.tile)
     ),

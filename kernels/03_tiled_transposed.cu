@@ -48,7 +48,10 @@ __device__ __forceinline__ void tiled_transposed(const float *A, const float *B,
         for (int k = 0; k < TILE; ++k) {
             MV_PROBE(MV_SITE_ld_As + k, &sm.As[k][threadIdx.y]);
             MV_PROBE(MV_SITE_ld_Bs + k, &sm.Bs[k][threadIdx.x]);
-            sum += sm.As[k][threadIdx.y] * sm.Bs[k][threadIdx.x];
+            const float a = sm.As[k][threadIdx.y], b = sm.Bs[k][threadIdx.x];
+            MV_PROBE_VALUE(t, MV_SITE_ld_As + k, a);
+            MV_PROBE_VALUE(t, MV_SITE_ld_Bs + k, b);
+            sum += a * b;
         }
 
         MV_ARRIVE(t, 1);

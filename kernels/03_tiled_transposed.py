@@ -18,6 +18,8 @@ KERNEL = dataclasses.replace(
     title="Tiled, A stored transposed: bank conflicts and padding",
     concept="a transposed shared store hits one bank 32 times; [T][T+1] padding fixes it",
     sections="lesson 8 §27-28; article §6.2",
+    # the broken-barrier variants are kernel 02's lesson; this .cu keeps both barriers
+    params=tuple(p for p in tiled.params if not p.broken),
     sites=(
         # As[tx][ty] = A[by*T + ty][t*T + tx]: the global read stays coalesced
         Site("st_As", "store", "As", "load", at=lambda th, p: (th.tx, th.ty),

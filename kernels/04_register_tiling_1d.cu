@@ -69,10 +69,13 @@ __device__ __forceinline__ void register_tiling_1d(const float *A, const float *
         for (int k = 0; k < BK; ++k) {
             const float b = sm.Bs[k][thread_col];  // one shared load, reused TM times
             MV_PROBE(MV_SITE_ld_Bs + k, &sm.Bs[k][thread_col]);
+            MV_PROBE_VALUE(t, MV_SITE_ld_Bs + k, b);
 #pragma unroll
             for (int r = 0; r < TM; ++r) {
                 MV_PROBE(MV_SITE_ld_As + k * TM + r, &sm.As[thread_row + r][k]);
-                acc[r] += sm.As[thread_row + r][k] * b;
+                const float a = sm.As[thread_row + r][k];
+                MV_PROBE_VALUE(t, MV_SITE_ld_As + k * TM + r, a);
+                acc[r] += a * b;
             }
         }
 

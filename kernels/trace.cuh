@@ -9,7 +9,10 @@
 //                  kernel body that stamps (MV_STAMPED); the others run the plain copy.
 //   3 diagnostics  + per-warp barrier waits (blocks with blockId % mv_warp_every == 0)
 //                  + the shared-memory probe: for block mv_probe_block, warp mv_probe_warp and
-//                    k-tile mv_probe_ktile, the byte offset every lane touches at each site.
+//                    k-tile mv_probe_ktile, the byte offset every lane touches at each site;
+//                    and for the same warp in each of the first MV_VALUE_TILES k-tiles, the
+//                    value every lane read at each load site (MV_PROBE_VALUE), so a read of a
+//                    stale shared value shows (the race of a missing barrier, §11-12).
 //
 // The kernel's description (kernels/NN_name.py) is the one place that numbers its probe slots
 // and barriers; matviz passes them as defines: MV_SITE_<site> is the first slot of a site (its
@@ -29,7 +32,9 @@
 //                  (seed kernels, one channel: issue, (loaded - issue) | (computed - issue) << 16)
 //   mv_warps   u32 [blocks / mv_warp_every][n_tiles][warps][MV_BARRIERS] cycles each warp
 //                                                  waited at each barrier of the k-step
-//   mv_probe   u32 [1 + MV_PROBE_SLOTS][32]  row 0 lane 0: shared base; row 1+s: offsets at slot s
+//   mv_probe   u32 [1 + MV_PROBE_SLOTS * (1 + MV_VALUE_TILES)][32]  row 0 lane 0: shared base;
+//                  row 1+s: offsets at slot s; row 1 + MV_PROBE_SLOTS * (1 + t) + s: the float
+//                  bits each lane read at slot s in k-tile t
 #pragma once
 
 #ifndef MV_LEVEL
@@ -263,14 +268,19 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
             mv_clock() - mv_arrived;
 
 #define MV_PROBE_BEGIN(t, shared_base)                                                   \
-    const bool mv_probe_on = MV_BID == mv.probe_block && MV_TID / 32 == mv.probe_warp && \
-                             (t) == mv.probe_ktile;                                      \
+    const bool mv_values_on = MV_BID == mv.probe_block && MV_TID / 32 == mv.probe_warp && \
+                              (t) < MV_VALUE_TILES;                                      \
+    const bool mv_probe_on = mv_values_on && (t) == mv.probe_ktile;                      \
     const unsigned int mv_smem_base = (unsigned int)__cvta_generic_to_shared(shared_base); \
     if (mv_probe_on && (MV_TID & 31) == 0) mv.probe[0] = mv_smem_base;
 #define MV_PROBE(slot, ptr)                                                   \
     if (mv_probe_on)                                                          \
         mv.probe[(1 + (slot)) * 32 + (MV_TID & 31)] =                         \
             (unsigned int)__cvta_generic_to_shared(ptr) - mv_smem_base;
+#define MV_PROBE_VALUE(t, slot, value)                                                    \
+    if (mv_values_on)                                                                     \
+        mv.probe[(1 + MV_PROBE_SLOTS * (1 + (t)) + (slot)) * 32 + (MV_TID & 31)] =        \
+            __float_as_uint(value);
 #else
 #define MV_LAUNCH_BOUNDS(threads)
 #define MV_WARPS_BEGIN(n_tiles)
@@ -278,4 +288,5 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
 #define MV_RELEASED(t, barrier)
 #define MV_PROBE_BEGIN(t, shared_base)
 #define MV_PROBE(slot, ptr)
+#define MV_PROBE_VALUE(t, slot, value)
 #endif

@@ -37,9 +37,12 @@ FIXED_ROWS = ("Kernel", "M (rows of C)", "N (cols of C)", "K (inner)")  # then t
 
 
 def param_title(param: Param) -> str:
-    """The row label of a parameter: 'Tile T', 'Pad P' (its name and its short label)."""
-    name = param.name[:1].upper() + param.name[1:]
-    return name if param.label.lower() == param.name.lower() else f"{name} {param.label}"
+    """The row label of a parameter: 'Tile T', 'Pad P' (its name and its symbol), or just its
+    name, 'Drop sync', where the short label is a word, not a symbol."""
+    name = param.name.replace("_", " ")
+    name = name[:1].upper() + name[1:]
+    symbol = len(param.label) <= 3 and param.label.lower() != param.name.lower()
+    return f"{name} {param.label}" if symbol else name
 
 
 class Controls(Retranslating, QWidget):
@@ -193,7 +196,10 @@ class Controls(Retranslating, QWidget):
         for param in self.spec.params:
             box = QComboBox()
             for value in param.values:
-                box.addItem(str(value), value)
+                box.addItem(str(value), value)  # the text: _param_texts, in the language
+            # a long item ("1 (deliberately broken)") must not widen the dock: the list does
+            box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            box.setMinimumContentsLength(4)
             wanted = ((values or {}).get(param.name), old.get(param.name))
             value = next((v for v in wanted if v in param.values), param.default)
             box.setCurrentIndex(box.findData(value))
@@ -210,7 +216,12 @@ class Controls(Retranslating, QWidget):
         for param in self.spec.params:
             if param.name in self.params_boxes:
                 self._param_labels[param.name].setText(tr(param_title(param)))
-                self.params_boxes[param.name].setToolTip(tr(param.help))
+                box = self.params_boxes[param.name]
+                box.setToolTip(tr(param.help))
+                for i, value in enumerate(param.values):  # a teaching variant says so
+                    text = f"{value} ({tr('deliberately broken')})"
+                    box.setItemText(i, text if value in param.broken else str(value))
+                box.view().setMinimumWidth(box.view().sizeHintForColumn(0) + 24)
 
     def _setup_backend(self) -> None:
         model = self.backend.model()

@@ -55,6 +55,7 @@ from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.app.views.banks_view import BanksView
 from matviz.app.views.coalescing_view import CoalescingView
+from matviz.app.views.correctness_view import CorrectnessView
 from matviz.app.views.grid_view import GridView
 from matviz.app.views.sm_lanes import SmLanesView
 from matviz.app.views.source_view import SourceView
@@ -73,6 +74,7 @@ VIEW_CLASSES = {
     "banks": BanksView,
     "coalescing": CoalescingView,
     "source": SourceView,
+    "errors": CorrectnessView,
     "throughput": ThroughputView,
 }
 CAPTION_BACKGROUND = "#f2f2f4"

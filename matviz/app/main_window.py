@@ -37,6 +37,7 @@ from matviz.app.session import Session
 from matviz.app.status_line import RecentFiles, StatusLine, config_label, source_label
 from matviz.app.views.banks_view import BanksView
 from matviz.app.views.coalescing_view import CoalescingView
+from matviz.app.views.correctness_view import CorrectnessView
 from matviz.app.views.diagnostics_view import DiagnosticsView
 from matviz.app.views.grid_view import GridView
 from matviz.app.views.sm_lanes import SmLanesView
@@ -53,7 +54,7 @@ from matviz.paths import TRACE_DIR
 
 # Below either size the views go on tabs (projectors: 1280x720, 1366x768, 1280x800).
 COMPACT_WIDTH, COMPACT_HEIGHT = 1500, 880
-MEMORY_TABS = ("banks", "coalescing", "source")  # views that share one place as tabs
+MEMORY_TABS = ("banks", "coalescing", "source", "errors")  # views that share one place as tabs
 BUNDLED_TRACE = TRACE_DIR / "tiled_t32_p0_1024.mvz"
 # What the start-up shows when the bundled recording is missing: the same setup, simulated.
 DEFAULT_RUN = {
@@ -123,7 +124,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.grid_view, self.lanes_view = GridView(s), SmLanesView(s)
         self.tiles_view, self.banks_view = TilesView(s), BanksView(s)
         self.coalescing_view, self.source_view = CoalescingView(s), SourceView(s)
-        self.throughput_view = ThroughputView(s)
+        self.throughput_view, self.errors_view = ThroughputView(s), CorrectnessView(s)
         self.views = {
             "grid": self.grid_view,
             "sm_lanes": self.lanes_view,
@@ -131,9 +132,10 @@ class MainWindow(Retranslating, QMainWindow):
             "banks": self.banks_view,
             "coalescing": self.coalescing_view,
             "source": self.source_view,
+            "errors": self.errors_view,
             "throughput": self.throughput_view,
         }
-        # shared memory, global memory and the code share one place, as tabs
+        # shared memory, global memory, the code and the correctness of C share one place, as tabs
         self.memory_tabs = QTabWidget(documentMode=True)
         for name in MEMORY_TABS:
             self.memory_tabs.addTab(self.views[name], "")
@@ -683,6 +685,7 @@ class MainWindow(Retranslating, QMainWindow):
             "banks": tr("&Banks"),
             "coalescing": tr("&Coalescing"),
             "source": tr("Kernel &source"),
+            "errors": tr("&Errors"),
             "throughput": tr("T&hroughput"),
         }
         for name, action in self.panel_actions.items():

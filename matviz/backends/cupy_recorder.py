@@ -7,6 +7,7 @@ instrumented build once more on fresh NaN-filled output and decode its buffers i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass
@@ -17,10 +18,10 @@ import numpy as np
 from matviz.backends import trace_decode
 from matviz.backends.contract import RunRequest
 from matviz.backends.cuda_status import _one_line
-from matviz.core import sampling
+from matviz.core import correctness, sampling
 from matviz.core.config import KernelConfig
 from matviz.core.kernel import STATIC_SMEM_LIMIT
-from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
+from matviz.core.manifest import Correctness, Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.trace import BLOCK_DTYPE, Trace
 from matviz.errors import MatvizError
@@ -101,11 +102,39 @@ class Recorder:
         self.ref_norm = float(cupy.linalg.norm(ref))
 
     def _check_output(self, C, what: str) -> float:
+        """Rel. error of C against float64. Wrong elements refuse the run unless the kernel is
+        deliberately broken: then they are expected, and counted (``_wrong_map``)."""
+        broken = bool(self.config.broken)
         unwritten = int(cupy.count_nonzero(cupy.isnan(C)))
-        if unwritten:
+        if unwritten and not broken:
             raise MatvizError(f"{what} left {unwritten} elements of C unwritten (NaN)")
-        err = float(cupy.linalg.norm(C.astype(cupy.float64) - self.ref))
+        if not broken:
+            _, wrong, worst = correctness.wrong_map(cupy, C, self.ref, self.K)
+            if wrong:
+                raise MatvizError(
+                    f"{what} computed {wrong} of {C.size} elements of C wrong (largest error "
+                    f"{worst:.3g}, tolerance {correctness.tolerance(self.K):.3g}); not recorded"
+                )
+        err = float(cupy.linalg.norm(cupy.nan_to_num(C.astype(cupy.float64)) - self.ref))
         return err / self.ref_norm if self.ref_norm else err
+
+    def _correctness(self, C, checked: str) -> tuple[Correctness, np.ndarray]:
+        c_wrong, wrong, worst = correctness.wrong_map(cupy, C, self.ref, self.K)
+        section = Correctness(
+            broken=self.config.broken,
+            wrong=wrong,
+            total=int(C.size),
+            tolerance=correctness.tolerance(self.K),
+            max_abs_error=worst,
+            cell=list(correctness.cell_shape(self.M, self.N)),
+            checked=checked,
+        )
+        return section, c_wrong
+
+    def _fetch(self, matrix: str, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Elements of the logical A or B, for classifying the probed warp's reads."""
+        m = self.A if matrix == "A" else self.B
+        return m[cupy.asarray(rows), cupy.asarray(cols)].get()
 
     def _trace_buffers(self) -> _Buffers:
         c, req = self.config, self.request
@@ -126,8 +155,15 @@ class Recorder:
             blocks=cupy.zeros((c.n_blocks, 6), cupy.uint64),
             phases=cupy.zeros(max(words, 1), cupy.uint32),
             warps=cupy.zeros(max(warp_rows * steps * c.warps * barriers, 1), cupy.uint32),
-            probe=cupy.full((1 + c.probe_slots, 32), UNWRITTEN_PROBE, cupy.uint32),
+            probe=cupy.full((self._probe_rows(), 32), UNWRITTEN_PROBE, cupy.uint32),
         )
+
+    def _probe_rows(self) -> int:
+        """The probe's rows: the shared base, each slot's offsets and, at level 3, the values
+        read in the first k-steps (trace.cuh's MV_PROBE_VALUE)."""
+        c = self.config
+        values = c.probe_slots * c.value_tiles if self.request.level >= 3 else 0
+        return 1 + c.probe_slots + values
 
     def _trace_args(self, buf: _Buffers) -> tuple:
         bx, by = self.request.probe_block
@@ -176,6 +212,7 @@ class Recorder:
         self._launch(plain, C)
         cupy.cuda.get_current_stream().synchronize()
         rel_error = self._check_output(C, "the kernel")
+        checked, c_wrong = self._correctness(C, "the level-0 kernel (uninstrumented)")
 
         instr = compiled_kernel(c, timeline_level)
         registers = {"level_0": plain.num_regs, f"level_{timeline_level}": instr.num_regs}
@@ -198,6 +235,7 @@ class Recorder:
         stats["rel_error_instrumented"] = self._check_output(C, "the instrumented kernel")
         times = self._decode_times(buf)
         arrays = {"blocks": times.blocks, **self._decode_phases(buf, times, timeline_level)}
+        arrays["c_wrong"] = c_wrong
         if timeline_level >= 2 and c.n_steps:
             raw = buf.phases.get()[: self._mark_words(buf)]
             stats["saturated_phase_spans"] = trace_decode.saturated_spans(raw, c)
@@ -214,6 +252,10 @@ class Recorder:
                 "ktile": self.request.probe_ktile,
                 "smem_base": smem_base,
             }
+            if "stale" in arrays:
+                checked = dataclasses.replace(
+                    checked, stale_reads=correctness.read_counts(arrays["stale"])
+                )
         sampled = Sampling(
             budget_bytes=self.request.budget_bytes,
             timeline_level=timeline_level,
@@ -246,6 +288,7 @@ class Recorder:
             stats=Stats(**stats),
             # the blocks and marks on screen come from the timeline build, so its residency
             occupancy=self._occupancy(instr, instr.num_regs),
+            correctness=checked,
             details={"command": " ".join(sys.argv)},
         )
         return Trace(manifest=manifest, **arrays)
@@ -274,7 +317,8 @@ class Recorder:
             ns_per_cycle,
             c.n_blocks,
         )
-        probe, smem_base = trace_decode.decode_probe(buf.probe.get(), c)
+        raw_probe = buf.probe.get()
+        probe, smem_base = trace_decode.decode_probe(raw_probe[: 1 + c.probe_slots], c)
         stats.update(
             diagnostics_ms=diag_ms,
             diagnostics_overhead_pct=100.0 * (diag_ms / stats["time_ms_median"] - 1.0),
@@ -282,6 +326,11 @@ class Recorder:
             last_arrival_wait_ns_max=int(wait.min(axis=2).max()),
         )
         arrays = {"warp_blocks": warp_blocks, "barrier_wait": wait, "probe": probe}
+        values = trace_decode.probe_values(raw_probe, c)
+        if values.size:
+            arrays["stale"] = correctness.classify_reads(
+                c, self.request.probe_block, self.request.probe_warp, values, self._fetch
+            )
         return arrays, smem_base, buf.warp_every
 
     def _decode_times(self, buf: _Buffers) -> trace_decode.BlockTimes:

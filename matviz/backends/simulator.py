@@ -48,6 +48,7 @@ from matviz.backends.sim_model import (
     total_skews,
     warp_arrivals,
 )
+from matviz.backends.sim_race import simulate_correctness
 from matviz.backends.sim_schedule import (
     WorkRows,
     fluid_schedule,
@@ -168,6 +169,9 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
             "warp": request.probe_warp,
             "ktile": request.probe_ktile,
         }
+    checked, arrays["c_wrong"], stale = simulate_correctness(config, request, dev)
+    if stale.size:
+        arrays["stale"] = stale
     sampled = Sampling(
         budget_bytes=int(request.budget_bytes),
         timeline_level=timeline_level,
@@ -197,6 +201,7 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
         },
         stats=_stats(config, blocks, dev),
         occupancy=occ.to_dict(),
+        correctness=checked,
         details={"sim_seed": int(seed), "model": _model_details(model, dev)},
     )
     return Trace(manifest=manifest, blocks=blocks, **arrays)

@@ -164,3 +164,15 @@ def decode_probe(raw: np.ndarray, config: KernelConfig) -> tuple[np.ndarray, int
     records["width"] = [config.site(site).site.width for site, _ in program]
     records["offsets"] = raw[rows].view(np.int32)
     return records, int(raw[0, 0])
+
+
+def probe_values(raw: np.ndarray, config: KernelConfig) -> np.ndarray:
+    """raw probe buffer -> uint32 [k-steps, slots, 32]: the float bits each lane of the probed
+    warp read at each slot in each of the first ``config.value_tiles`` k-steps (0xFFFFFFFF:
+    not read, or the kernel does not probe values). Empty when the buffer has no such rows."""
+    slots, steps = config.probe_slots, config.value_tiles
+    rows = np.asarray(raw, np.uint32)[1 + slots :]
+    if not slots or len(rows) < slots * steps or not steps:
+        return np.zeros((0, slots, 32), np.uint32)
+    values = rows[: slots * steps].reshape(steps, slots, 32)
+    return values if (values != 0xFFFFFFFF).any() else np.zeros((0, slots, 32), np.uint32)

@@ -29,7 +29,11 @@ def add_parser(sub) -> None:
         "view, block and access, with its explanation over the caption",
     )
     exp.add_argument("--lang", choices=("en", "zh_CN"), help="language of the texts (default en)")
-    exp.add_argument("--view", help="all (default), grid, sm, tiles, banks, throughput or a list")
+    exp.add_argument(
+        "--view",
+        help="all (default), grid, sm, tiles, banks, coalescing, source, errors, throughput or "
+        "a comma list",
+    )
     exp.add_argument(
         "--format",
         choices=("gif", "mp4", "png", "perfetto"),

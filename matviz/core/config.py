@@ -102,6 +102,11 @@ class ResolvedSite:
         return self.site.name
 
 
+# The level-3 probe keeps the values its warp read in the first VALUE_TILES k-steps (the read
+# race of a missing barrier shows in a few; a bound keeps the buffer small at any K).
+VALUE_TILES = 256
+
+
 class KernelConfig:
     """A kernel at given parameters and problem shape: everything derived from its description."""
 
@@ -113,6 +118,12 @@ class KernelConfig:
 
     def __repr__(self) -> str:
         return f"KernelConfig({self.kernel.name}, {self.params}, {self.M}x{self.N}x{self.K})"
+
+    @property
+    def broken(self) -> list[str]:
+        """The parameters set to a value that breaks the kernel on purpose (wrong results are
+        expected), e.g. ``["drop_sync"]``."""
+        return [n for n, v in self.params.items() if v in self.kernel.param(n).broken]
 
     # -- geometry ---------------------------------------------------------------------------
     @cached_property
@@ -230,6 +241,11 @@ class KernelConfig:
     def probe_slots(self) -> int:
         return sum(rs.repeat for rs in self.sites)
 
+    @property
+    def value_tiles(self) -> int:
+        """k-steps whose read values the level-3 probe keeps."""
+        return min(self.n_steps, VALUE_TILES)
+
     @cached_property
     def program(self) -> tuple[tuple[str, int], ...]:
         """(site, k) in the order one warp executes them in one k-step.
@@ -338,6 +354,7 @@ class KernelConfig:
         if self.sites:
             out += [f"-DMV_SITE_{rs.name}={rs.slot}" for rs in self.sites]
             out.append(f"-DMV_PROBE_SLOTS={self.probe_slots}")
+            out.append(f"-DMV_VALUE_TILES={VALUE_TILES}")
         if self.n_barriers:
             out.append(f"-DMV_BARRIERS={self.n_barriers}")
         if self.kstep:
@@ -394,6 +411,7 @@ class KernelConfig:
                     "values": list(p.values),
                     "label": p.label,
                     "define": p.define,
+                    "broken": list(p.broken),
                 }
                 for p in k.params
             ],  # fmt: skip

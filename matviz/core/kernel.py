@@ -100,10 +100,15 @@ class Param:
     help: str
     # False: a variant switch (e.g. a column-major B) that labels name only when it is set
     label_default: bool = True
+    # values that break the kernel on purpose, to teach what goes wrong (a missing barrier):
+    # their results are expected to be wrong, and benches and sweeps leave them out
+    broken: tuple[ParamValue, ...] = ()
 
     def __post_init__(self) -> None:
         if self.default not in self.values:
             raise ValueError(f"parameter {self.name}: default {self.default} is not allowed")
+        if self.default in self.broken or not set(self.broken) <= set(self.values):
+            raise ValueError(f"parameter {self.name}: broken values must be allowed, not default")
 
     @property
     def option(self) -> str:
@@ -352,10 +357,12 @@ class Kernel:
                 raise MatvizError(f"kernel {self.name}: " + rule.message.format(**params))
         return params
 
-    def configurations(self) -> list[dict[str, ParamValue]]:
-        """Every combination of allowed values that meets the constraints, in order."""
+    def configurations(self, *, broken: bool = False) -> list[dict[str, ParamValue]]:
+        """Every combination of allowed values that meets the constraints, in order; the
+        deliberately broken values only when ``broken``."""
         out = []
-        for values in itertools.product(*(p.values for p in self.params)):
+        choices = [[v for v in p.values if broken or v not in p.broken] for p in self.params]
+        for values in itertools.product(*choices):
             params = dict(zip(self.param_names, values, strict=True))
             if all(rule.holds(Params(params)) for rule in self.constraints):
                 out.append(params)

@@ -22,7 +22,7 @@ from matviz.paths import RESOURCE_DIR, TRACE_DIR
 
 LESSON_DIR = RESOURCE_DIR / "lessons"
 LANGUAGES = ("en", "zh_CN")
-VIEWS = ("grid", "sm_lanes", "tiles", "banks", "coalescing", "source", "throughput")
+VIEWS = ("grid", "sm_lanes", "tiles", "banks", "coalescing", "source", "errors", "throughput")
 
 
 class Texts(BaseModel):
@@ -56,7 +56,9 @@ class Step(BaseModel):
     simulate: Simulation | None = None
     block: tuple[int, int] | Literal["middle"] = "middle"
     at: float = Field(default=0.3, ge=0.0, le=1.0)  # where the playhead goes, in the run
-    view: Literal["grid", "sm_lanes", "tiles", "banks", "coalescing", "source", "throughput"]
+    view: Literal[
+        "grid", "sm_lanes", "tiles", "banks", "coalescing", "source", "errors", "throughput"
+    ]
     access: str | None = None  # the banks instruction or coalescing request to show
 
     @model_validator(mode="after")
@@ -109,6 +111,22 @@ def facts(trace: Trace) -> dict[str, Any]:
         "gflops": gflops,
         "pct_cublas": 100.0 * gflops / cublas if cublas else 0.0,
         "requested_mb": float(trace.manifest.get("global_bytes", {}).get("issued", 0.0)) / 1e6,
+        **_correctness_facts(trace),
+    }
+
+
+def _correctness_facts(trace: Trace) -> dict[str, Any]:
+    """Wrong elements of C and the probed warp's stale reads (none in an old trace)."""
+    checked = trace.correctness or {}
+    total = int(checked.get("total") or trace.shape[0] * trace.shape[1])
+    wrong = int(checked.get("wrong") or 0)
+    reads = checked.get("stale_reads") or {}
+    return {
+        "wrong": wrong,
+        "total": total,
+        "wrong_pct": 100.0 * wrong / total if total else 0.0,
+        "reads_before": int(reads.get("before_written", 0)),
+        "reads_overwritten": int(reads.get("overwritten", 0)),
     }
 
 

@@ -63,6 +63,20 @@ class Stats:
 
 
 @dataclass(frozen=True)
+class Correctness:
+    """C against float64 (``matviz.core.correctness``): counts behind the ``c_wrong`` map."""
+
+    broken: list[str]  # parameters set to a deliberately broken value: wrong results expected
+    wrong: int  # elements of C off by more than ``tolerance``
+    total: int
+    tolerance: float
+    max_abs_error: float
+    cell: list[int]  # rows x columns of C per cell of the c_wrong map
+    checked: str  # which run C comes from
+    stale_reads: dict[str, int] | None = None  # the probed warp's shared loads, by outcome
+
+
+@dataclass(frozen=True)
 class Geometry:
     grid: list[int]
     block: list[int]
@@ -97,6 +111,7 @@ def build_manifest(
     software: dict[str, Any],
     stats: Stats,
     occupancy: dict[str, Any],
+    correctness: Correctness,
     details: dict[str, Any],
 ) -> dict[str, Any]:
     """The manifest of one run, its keys in one fixed order for every backend."""
@@ -120,5 +135,6 @@ def build_manifest(
         "occupancy": dict(occupancy),
         "flops": config.flops,
         "global_bytes": {"formula": config.formula_bytes, "issued": config.issued_bytes},
+        "correctness": asdict(correctness),
         "details": dict(details),
     }

@@ -16,12 +16,15 @@ class RunPoint:
     backend: str  # "cuda" or "sim"
     gflops: float
     cublas_gflops: float | None
+    wrong: int = 0  # elements of C the run got wrong (a deliberately broken kernel)
 
     @property
     def label(self) -> str:
-        """Short configuration label for a plot axis, e.g. 'tiled T32 P1'."""
+        """Short configuration label for a plot axis, e.g. 'tiled T32 P1'; a run whose C is
+        wrong says so, so its speed is never read as a correct kernel's."""
         sim = " (sim)" if self.backend == "sim" else ""
-        return f"{self.kernel} {self.labels}{sim}"
+        wrong = " (C wrong)" if self.wrong else ""
+        return f"{self.kernel} {self.labels}{sim}{wrong}"
 
     @classmethod
     def from_trace(cls, trace: Trace) -> RunPoint:
@@ -35,4 +38,5 @@ class RunPoint:
             backend=trace.backend,
             gflops=float(stats["gflops"]),
             cublas_gflops=stats.get("cublas_gflops"),
+            wrong=int((trace.correctness or {}).get("wrong") or 0),
         )

@@ -33,6 +33,7 @@ def summary_lines(trace: Trace) -> list[str]:
         f"= {_fmt(stats.get('pct_cublas'), '.1f')}% of cuBLAS",
         f"rel.error  {_fmt(stats.get('rel_error'), '.2e', 'not computed (simulated)')}",
     ]
+    lines += _correctness_lines(trace)
     overhead = stats.get("overhead_pct")
     if overhead is not None:
         timeline = m["sampling"].get("timeline_level", level)
@@ -86,6 +87,34 @@ def summary_lines(trace: Trace) -> list[str]:
     if len(trace.probe):
         worst = int(np.max(_degrees(trace)))
         lines.append(f"probe      {len(trace.probe)} shared accesses; worst conflict {worst}-way")
+    return lines
+
+
+def _correctness_lines(trace: Trace) -> list[str]:
+    """How many elements of C are wrong, and, for a deliberately broken kernel, why."""
+    checked = trace.correctness
+    if not checked:
+        return ["C          not checked element by element (recorded before matviz mapped C)"]
+    wrong, total = checked["wrong"], checked["total"]
+    if not wrong:
+        line = f"C          all {total:,} elements within {checked['tolerance']:.2g} of float64"
+    else:
+        worst = checked["max_abs_error"]
+        worst_text = f"{worst:.3g}" if np.isfinite(worst) else "not finite (a NaN or inf)"
+        line = (f"C          {wrong:,} of {total:,} elements WRONG ({100 * wrong / total:.2f}%), "
+                f"largest error {worst_text}")  # fmt: skip
+    lines = [line]
+    config = trace.config
+    for name in checked["broken"]:
+        param = config.kernel.param(name)
+        lines.append(f"broken     {name}={config.params[name]}: {param.help}")
+    reads = checked.get("stale_reads")
+    if reads and (reads["before_written"] or reads["overwritten"] or reads["other"]):
+        lines.append(
+            f"reads      probed warp, first k-steps: {reads['before_written']} before written, "
+            f"{reads['overwritten']} after overwritten, {reads['other']} other, "
+            f"{reads['current']} correct"
+        )
     return lines
 
 

@@ -22,6 +22,11 @@ probe    optional (level 3): one row per shared-memory access instruction that t
          executed in the probed k-tile, in program order: ``site`` label, inner index ``k``,
          ``kind`` (``store``/``load``), ``width`` in bytes and ``offsets`` (32 lane byte offsets
          from the start of the kernel's shared memory; -1 for an inactive lane).
+c_wrong  wrong elements of C per cell (``manifest["correctness"]["cell"]`` elements a side),
+         against float64 (:mod:`matviz.core.correctness`); empty in traces made before it.
+stale    optional (level 3): ``stale[t, row, lane]``, what each lane of the probed warp read at
+         probe row ``row`` in k-step ``t``: the codes of ``correctness.READS`` (a missing
+         barrier shows as reads before the tile was written or after it was overwritten).
 """
 
 from __future__ import annotations
@@ -87,6 +92,8 @@ class Trace:
     warp_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     barrier_wait: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0, 2), np.int64))
     probe: np.ndarray = field(default_factory=lambda: np.zeros(0, PROBE_DTYPE))
+    c_wrong: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.uint32))
+    stale: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 32), np.int8))
 
     def __post_init__(self) -> None:
         self.validate()
@@ -145,6 +152,15 @@ class Trace:
         return self.marks[:, :, self.layout.marks.index(name)]
 
     @property
+    def correctness(self) -> dict[str, Any] | None:
+        """The manifest's correctness section (None in traces made before it)."""
+        return self.manifest.get("correctness")
+
+    @property
+    def deliberately_broken(self) -> bool:
+        return bool((self.correctness or {}).get("broken"))
+
+    @property
     def duration_ns(self) -> int:
         return int(self.blocks["end"].max()) if len(self.blocks) else 0
 
@@ -198,6 +214,14 @@ class Trace:
                 raise ValueError(f"{name} must be int64")
         if self.probe.dtype != PROBE_DTYPE:
             raise ValueError("probe array has the wrong dtype")
+        if self.c_wrong.dtype != np.uint32 or self.c_wrong.ndim != 2:
+            raise ValueError("c_wrong must be a 2-D uint32 map")
+        if self.stale.dtype != np.int8 or self.stale.ndim != 3 or self.stale.shape[2] != 32:
+            raise ValueError("stale must be int8 (k-steps, probe rows, 32 lanes)")
+        if self.stale.shape[0] and self.stale.shape[1] != len(self.probe):
+            raise ValueError("stale has a row per probe row")
+        if self.stale.shape[0] > max(self.n_tiles, self.manifest["geometry"].get("n_tiles", 0)):
+            raise ValueError("stale has more k-steps than the kernel walks")
 
     def block_index(self, bx: int, by: int) -> int:
         """Linear launch index of block (bx, by)."""

@@ -48,6 +48,11 @@ TIME_ARRAYS = ("marks", "barrier_wait")
 INDEX_ARRAYS = ("phase_blocks", "warp_blocks")
 PLAIN_ARRAYS = {"blocks": BLOCK_DTYPE, "probe": PROBE_DTYPE,
                 "phase_blocks": np.dtype(np.int64), "warp_blocks": np.dtype(np.int64)}  # fmt: skip
+# Arrays added after format 3 began: older format-3 files lack them (the Trace's empty default)
+OPTIONAL_ARRAYS: dict[str, tuple[np.dtype[Any], int]] = {
+    "c_wrong": (np.dtype(np.uint32), 2),
+    "stale": (np.dtype(np.int8), 3),
+}
 # Dimensions of the time arrays of each format; format 1's three per-tile arrays are read back
 # as the marks (issue, loaded, computed) of the seed kernels.
 _FORMAT_TIMES = {
@@ -142,6 +147,8 @@ def _members(trace: Trace) -> dict[str, bytes]:
     arrays: dict[str, np.ndarray] = {
         name: np.asarray(getattr(trace, name), dtype) for name, dtype in PLAIN_ARRAYS.items()
     }
+    for name, (dtype, _) in OPTIONAL_ARRAYS.items():
+        arrays[name] = np.asarray(getattr(trace, name), dtype)
     for name, rows in zip(TIME_ARRAYS, INDEX_ARRAYS, strict=True):
         arrays[name] = encode_times(
             getattr(trace, name), _time_base(name, blocks, getattr(trace, rows))
@@ -291,7 +298,19 @@ def _read_manifest(zf: zipfile.ZipFile) -> tuple[dict[str, Any], int]:
         manifest = _migrate_v1(manifest)
     elif schema != SCHEMA_VERSION:
         raise _BadFile(f"unknown schema_version {schema} (this matviz reads 1 to {SCHEMA_VERSION})")
-    return manifest, version
+    return _with_correctness(manifest), version
+
+
+def _with_correctness(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Traces made before C was mapped get an empty correctness section (None: not checked),
+    in its place before ``details``, so every manifest has the same sections."""
+    if "correctness" in manifest:
+        return manifest
+    out = {k: v for k, v in manifest.items() if k != "details"}
+    out["correctness"] = None
+    if "details" in manifest:
+        out["details"] = manifest["details"]
+    return out
 
 
 def _migrate_v1(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -339,6 +358,14 @@ def _read_arrays_v3(zf: zipfile.ZipFile, caps: dict[str, int]) -> dict[str, np.n
         raw = _read_member(zf, f"{name}.npy.zst", caps[name] + caps[name] // 64 + NPY_SLACK)
         with zstandard.ZstdDecompressor().stream_reader(raw) as fh:
             arrays[name] = _read_npy(fh, name, caps[name])  # type: ignore[arg-type]
+    present = set(zf.namelist())
+    for name, (dtype, ndim) in OPTIONAL_ARRAYS.items():
+        if f"{name}.npy.zst" not in present:
+            continue
+        raw = _read_member(zf, f"{name}.npy.zst", caps[name] + caps[name] // 64 + NPY_SLACK)
+        with zstandard.ZstdDecompressor().stream_reader(raw) as fh:
+            arrays[name] = _read_npy(fh, name, caps[name])  # type: ignore[arg-type]
+        _check(arrays, name, ndim, dtype)
     for name, dtype in PLAIN_ARRAYS.items():
         _check(arrays, name, 1, dtype)
     _check_indices(arrays)

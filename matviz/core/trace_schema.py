@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from matviz.core.config import KernelConfig, StepLayout
+from matviz.core.config import VALUE_TILES, KernelConfig, StepLayout
+from matviz.core.correctness import MAP_EDGE, READS
 from matviz.core.manifest import SCHEMA_VERSION
 from matviz.core.registry import get_kernel
 from matviz.core.trace import BLOCK_DTYPE, PROBE_DTYPE
@@ -153,6 +154,23 @@ class Description(_Section):
     kstep: KStep | None = None
 
 
+class Correctness(_Section):
+    broken: list[str]
+    wrong: Count
+    total: Count
+    tolerance: NonNegative
+    max_abs_error: Annotated[float, Field(ge=0)]  # inf where an element stayed NaN
+    cell: Annotated[list[Positive], Field(min_length=2, max_length=2)]
+    checked: str
+    stale_reads: dict[str, Count] | None = None
+
+    @model_validator(mode="after")
+    def _wrong_of_total(self) -> Correctness:
+        if self.wrong > self.total:
+            raise ValueError("more wrong elements than C has")
+        return self
+
+
 class Manifest(_Section):
     schema_version: Literal[2]  # schema 1 is migrated before this check
     kernel: str
@@ -171,6 +189,7 @@ class Manifest(_Section):
     software: dict[str, Any]
     stats: Stats
     occupancy: Occupancy | None = None
+    correctness: Correctness | None = None  # absent in traces made before it
     details: dict[str, Any] | None = None
 
 
@@ -236,6 +255,8 @@ def array_caps(typed: Manifest, layout: StepLayout) -> dict[str, int]:
         "computed": blocks * steps * 8,
         "barrier_wait": blocks * steps * warps * max(layout.n_barriers, 2) * 8,
         "probe": MAX_PROBE_ROWS * PROBE_DTYPE.itemsize,
+        "c_wrong": MAP_EDGE * MAP_EDGE * 4,
+        "stale": min(steps, VALUE_TILES) * MAX_PROBE_ROWS * 32,
         "delta_encoded": 64,
     }
     return {name: min(cap, MAX_ARRAY_BYTES) for name, cap in caps.items()}
@@ -274,3 +295,23 @@ def check_arrays(typed: Manifest, arrays: dict[str, np.ndarray]) -> None:
         offsets = probe["offsets"]
         if offsets.min() < -1 or offsets.max() >= MAX_SMEM or probe["k"].min() < 0:
             raise MatvizError("array probe holds an offset outside shared memory")
+    _check_correctness(typed, arrays)
+
+
+def _check_correctness(typed: Manifest, arrays: dict[str, np.ndarray]) -> None:
+    c_wrong, stale = arrays.get("c_wrong"), arrays.get("stale")
+    if c_wrong is not None and c_wrong.size:
+        cell = typed.correctness.cell if typed.correctness else None
+        if cell is None:
+            raise MatvizError("array c_wrong comes without a correctness section")
+        expected = (-(-typed.M // cell[0]), -(-typed.N // cell[1]))
+        if c_wrong.shape != expected:
+            raise MatvizError(f"array c_wrong has shape {c_wrong.shape}, the manifest's cells "
+                              f"make {expected}")  # fmt: skip
+        if int(c_wrong.max()) > cell[0] * cell[1]:
+            raise MatvizError("array c_wrong counts more wrong elements than a cell holds")
+    if stale is not None and stale.size:
+        if stale.min() < 0 or stale.max() >= len(READS):
+            raise MatvizError("array stale holds an unknown read outcome")
+        if stale.shape[1] != len(arrays["probe"]):
+            raise MatvizError("array stale has not one row per probe row")

@@ -15,7 +15,7 @@ import numpy as np
 from matviz.errors import MatvizError
 from matviz.export.perfetto import MAX_EVENTS
 
-VIEWS = ("all", "grid", "sm", "tiles", "banks", "coalescing", "source", "throughput")
+VIEWS = ("all", "grid", "sm", "tiles", "banks", "coalescing", "source", "errors", "throughput")
 FORMATS = ("gif", "mp4", "png", "perfetto")
 VIDEO_FORMATS = ("gif", "mp4")
 SUFFIXES = {"gif": (".gif",), "mp4": (".mp4",), "png": (".png",), "perfetto": (".json", ".json.gz")}
@@ -41,6 +41,7 @@ LAYOUT_MIN = {
     "banks": (760, 520),
     "coalescing": (760, 520),
     "source": (760, 600),
+    "errors": (900, 600),
     "throughput": (760, 520),
 }
 DEFAULTS = {"fps": 30, "duration": 10.0, "size": (1280, 720), "caption": True, "view": "all"}

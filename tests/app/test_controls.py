@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from PySide6.QtCore import Qt
 
-from matviz.app.controls import Controls
+from matviz.app.controls import Controls, param_title
 from matviz.app.i18n import set_language, tr
 from matviz.backends.contract import RunRequest
 from matviz.backends.cuda_status import cuda_status
@@ -46,7 +46,7 @@ def test_choices_come_from_the_descriptions(controls):
         for param in kernel.params:
             box = controls.params_boxes[param.name]
             assert _choices(box) == param.values and box.toolTip() == param.help
-            assert controls.form.labelForField(box).text().endswith(param.label)
+            assert controls.form.labelForField(box).text() == param_title(param)
         assert set(controls.job()["params"]) == set(kernel.param_names)
     _select(controls.kernel, "naive")
     assert "pad" not in controls.params_boxes and "pad" not in controls.job()["params"]
@@ -63,7 +63,7 @@ def test_a_fresh_kernel_starts_at_its_defaults_and_keeps_shared_values(controls)
     assert controls.params() == {"tile": 32, "b_col_major": 0}  # its own switch at its default
     _select(controls.kernel, "tiled")  # pad was gone: back to its default
     default_pad = registry.get_kernel("tiled").param("pad").default
-    assert controls.params() == {"tile": 32, "pad": default_pad}
+    assert controls.params() == {"tile": 32, "pad": default_pad, "drop_sync": 0}
 
 
 def test_a_parameter_added_to_a_description_appears_in_the_controls(qtbot, monkeypatch):
@@ -80,7 +80,7 @@ def test_a_parameter_added_to_a_description_appears_in_the_controls(qtbot, monke
     _select(box, 4)
     job = widget.job()
     assert job["kernel"] == "fake" and job["params"]["split"] == 4 and widget.validate()
-    assert RunRequest(**job).params == {"tile": 16, "pad": 0, "split": 4}
+    assert RunRequest(**job).params == {"tile": 16, "pad": 0, "drop_sync": 0, "split": 4}
     _select(widget.kernel, "tiled")
     assert "split" not in widget.params_boxes and "split" not in widget.job()["params"]
 
@@ -166,7 +166,7 @@ def test_parameter_changes_are_debounced_into_one_run(qtbot, controls):
         pass
     assert not controls._timer.isActive()
     assert requested == [controls.job()]
-    assert requested[0]["params"] == {"tile": 16, "pad": 4}
+    assert requested[0]["params"] == {"tile": 16, "pad": 4, "drop_sync": 0}
     assert set(requested[0]) == {"backend", "kernel", "M", "N", "K", "params", "level"}
 
 

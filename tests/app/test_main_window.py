@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from matviz.app import i18n
-from matviz.app.main_window import BUNDLED_TRACE, MainWindow
+from matviz.app.main_window import BUNDLED_TRACE, MEMORY_TABS, MainWindow
 from matviz.app.runner import Runner
 from matviz.backends.contract import RunRequest, run
 from matviz.core.timeline import Timeline
@@ -116,7 +116,7 @@ def test_without_the_bundled_file_the_start_up_is_simulated_without_nvcc(
     trace = window.session.trace
     assert trace.is_simulated and "simulated" in window.windowTitle()
     assert trace.kernel == main_window.DEFAULT_RUN["kernel"] and trace.manifest["level"] == 3
-    assert trace.params == main_window.DEFAULT_RUN["params"]
+    assert trace.params == trace.config.kernel.resolve_params(main_window.DEFAULT_RUN["params"])
     occ = trace.manifest["occupancy"]
     assert occ["registers"] == trace.config.kernel.registers and occ["register_source"] == "given"
     assert window.controls.job()["params"] == trace.params  # the controls show that setup
@@ -434,10 +434,10 @@ def test_view_menu_hides_and_shows_every_panel(qtbot, window):
         assert view.isHidden() or (tab >= 0 and not tabs.isTabVisible(tab))
         action.trigger()
         assert not view.isHidden() or (tab >= 0 and tabs.isTabVisible(tab))
-    for name in ("banks", "coalescing", "source"):  # all three tabs hidden: their place too
+    for name in MEMORY_TABS:  # all the tabs hidden: their place too
         window.panel_actions[name].trigger()
     assert tabs.isHidden()
-    for name in ("banks", "coalescing", "source"):
+    for name in MEMORY_TABS:
         window.panel_actions[name].trigger()
     assert not tabs.isHidden()
     for dock in (window.controls_dock, window.explain_dock):
@@ -448,10 +448,10 @@ def test_view_menu_hides_and_shows_every_panel(qtbot, window):
         toggle.trigger()
         assert not dock.isHidden()
     # hiding both views of a row hides the row, so the others get the room
-    for name in ("banks", "coalescing", "source", "throughput"):
+    for name in (*MEMORY_TABS, "throughput"):
         window.panel_actions[name].trigger()
     assert window.throughput_view.parentWidget().isHidden() or window.compact
-    for name in ("banks", "coalescing", "source", "throughput"):
+    for name in (*MEMORY_TABS, "throughput"):
         window.panel_actions[name].trigger()
     shown = [v for v in window.views.values() if tabs.indexOf(v) < 0] + [tabs.currentWidget()]
     assert all(view.isVisible() for view in shown)

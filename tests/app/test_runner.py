@@ -44,7 +44,7 @@ def test_worker_writes_the_trace_and_one_json_line(tmp_path):
     from matviz.core.trace_io import load_trace
 
     trace = load_trace(out)
-    assert trace.params == {"tile": 32, "pad": 1} and trace.backend == "sim"
+    assert trace.params == {"tile": 32, "pad": 1, "drop_sync": 0} and trace.backend == "sim"
     assert "matviz-progress: simulating" in proc.stderr
 
 
@@ -121,7 +121,8 @@ def test_a_run_returns_a_trace_and_deletes_its_file(qtbot, runner, job):
         out = runner._out
         assert out and os.path.exists(out)
     trace = blocker.args[0]
-    assert trace.shape == (128, 128, 128) and trace.params == {"tile": 32, "pad": 1}
+    assert trace.shape == (128, 128, 128)
+    assert trace.params == {"tile": 32, "pad": 1, "drop_sync": 0}
     assert not os.path.exists(out)
     assert busy == [True, False] and not runner.busy
 
@@ -164,7 +165,7 @@ def test_only_the_latest_job_counts(qtbot, runner):
     with qtbot.waitSignal(runner.finished, timeout=60_000):
         runner.start({**SMALL, "params": {"tile": 16, "pad": 2}})
     qtbot.waitUntil(lambda: runner.workers_running() <= 1, timeout=10_000)  # slow one killed
-    assert [t.params for t in got] == [{"tile": 16, "pad": 2}] and not failed
+    assert [t.params for t in got] == [{"tile": 16, "pad": 2, "drop_sync": 0}] and not failed
 
 
 def test_cancel_stops_the_job_silently(qtbot, runner):

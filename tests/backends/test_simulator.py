@@ -84,7 +84,7 @@ def test_manifest_contents():
     m = trace.manifest
     assert m["schema_version"] == SCHEMA_VERSION and m["dtype"] == "float32"
     assert (m["kernel"], m["M"], m["N"], m["K"], m["level"]) == ("tiled", 512, 512, 512, 2)
-    assert m["params"] == {"tile": 16, "pad": 0}
+    assert m["params"] == {"tile": 16, "pad": 0, "drop_sync": 0}
     assert m["device"]["name"] == "NVIDIA H200" and m["device"]["sm_count"] == 132
     assert m["device"]["clock_mhz"] == 1980 and "model" not in m["device"]
     assert m["timer"]["name"] == "simulated" and m["timer"]["resolution_ns"] == 1

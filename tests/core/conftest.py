@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from matviz.core import registry
-from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
+from matviz.core.manifest import Correctness, Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.trace import PROBE_DTYPE, Trace, make_blocks
 
 TILE = 16
@@ -64,6 +64,7 @@ def build_trace(
         software={"matviz": "test"},
         stats=Stats(0.25, 0.25, 0.26, 2, config.flops / 0.25e6, None, None),
         occupancy={},
+        correctness=Correctness([], 0, config.M * config.N, 1e-3, 0.0, [1, 1], "synthetic"),
         details={},
     )
     kwargs: dict = {}

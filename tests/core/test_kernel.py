@@ -42,9 +42,9 @@ def test_unknown_kernel_lists_the_known_ones() -> None:
 
 def test_resolve_params_defaults_and_overrides() -> None:
     tiled = get_kernel("tiled")
-    assert tiled.resolve_params() == {"tile": 16, "pad": 0}
-    assert tiled.resolve_params(tile=32, pad=None) == {"tile": 32, "pad": 0}
-    assert tiled.resolve_params(tile=8, pad=4) == {"tile": 8, "pad": 4}
+    assert tiled.resolve_params() == {"tile": 16, "pad": 0, "drop_sync": 0}
+    assert tiled.resolve_params(tile=32, pad=None) == {"tile": 32, "pad": 0, "drop_sync": 0}
+    assert tiled.resolve_params(tile=8, pad=4) == {"tile": 8, "pad": 4, "drop_sync": 0}
     assert get_kernel("naive").resolve_params() == {"tile": 16, "b_col_major": 0}
 
 

@@ -189,3 +189,63 @@ def test_double_buffered_copy_overlaps_compute(double_buffered, tile, level, eve
     path = tmp_path / "double_buffered.mvz"
     save_trace(trace, path)
     np.testing.assert_array_equal(load_trace(path).marks, trace.marks)
+
+
+# -- correctness: what the probed warp read, and the deliberately broken barriers (§11-12) ------
+from matviz.core import correctness  # noqa: E402
+from matviz.errors import MatvizError  # noqa: E402
+
+
+@pytest.mark.parametrize("kernel,params", MODELLED, ids=lambda v: str(v))
+def test_every_probed_read_is_the_k_steps_value(kernel, params):
+    """With both barriers, every shared load of the probed warp reads what its k-step stored:
+    the value probe and the classification agree with a correct kernel."""
+    M, N, K = 200, 150, 100
+    config = get_kernel(kernel).configure(params, M, N, K)
+    trace = Recorder(request(kernel, M, N, K, params, level=3,
+                             probe_block=(config.grid[0] - 1, 0))).run()  # fmt: skip
+    loads = trace.probe["kind"] == "load"
+    checked = trace.stale[:, loads]
+    assert checked.shape[0] == config.n_steps
+    assert (checked[checked != correctness.UNCHECKED] == correctness.CURRENT).all()
+    assert (checked == correctness.CURRENT).sum() > 0
+    assert trace.manifest["correctness"]["wrong"] == 0
+    assert trace.manifest["correctness"]["broken"] == []
+    assert not trace.c_wrong.any()
+
+
+@pytest.mark.parametrize("drop", [1, 2])
+@pytest.mark.parametrize("tile", [8, 16, 32])
+def test_a_dropped_barrier_is_recorded_with_its_wrong_elements(drop, tile, tmp_path):
+    M = N = K = 512
+    trace = Recorder(request("tiled", M, N, K, {"tile": tile, "drop_sync": drop}, level=3,
+                             repeats=3)).run()  # fmt: skip
+    section = trace.manifest["correctness"]
+    assert section["broken"] == ["drop_sync"]
+    assert section["wrong"] == int(trace.c_wrong.sum())
+    assert trace.c_wrong.shape == (M, N)
+    reads = section["stale_reads"]
+    assert sum(reads.values()) == int((trace.stale != correctness.UNCHECKED).sum())
+    # a dropped barrier can only ever make a read early (1) or late (2)
+    wrong_way = correctness.OVERWRITTEN if drop == 1 else correctness.BEFORE_WRITTEN
+    assert not (trace.stale[1:] == wrong_way).any()
+    save_trace(trace, tmp_path / "broken.mvz")
+    back = load_trace(tmp_path / "broken.mvz")
+    np.testing.assert_array_equal(back.c_wrong, trace.c_wrong)
+    np.testing.assert_array_equal(back.stale, trace.stale)
+
+
+def test_barrier_1_removed_gives_wrong_results_on_the_gpu():
+    trace = Recorder(request("tiled", 1024, 1024, 1024, {"tile": 16, "drop_sync": 1}, level=2,
+                             repeats=3)).run()  # fmt: skip
+    assert trace.manifest["correctness"]["wrong"] > 0
+
+
+def test_wrong_results_of_a_correct_kernel_are_refused():
+    rec = Recorder(request("tiled", 256, 256, 256, {"tile": 16}, level=1))
+    rec._fresh_inputs()
+    C = rec.ref.astype(cupy_recorder.cupy.float32)
+    assert rec._check_output(C, "the kernel") <= 1e-6
+    C[3, 5] += 1.0
+    with pytest.raises(MatvizError, match="1 of 65536 elements of C wrong"):
+        rec._check_output(C, "the kernel")

@@ -34,6 +34,7 @@ from matviz.app.views import palette
 from matviz.core import access, banks, sass_table, store_fills
 from matviz.core import instructions as ins
 from matviz.core.trace import PROBE_DTYPE
+from matviz.errors import MatvizError
 from matviz.paths import RESOURCE_DIR
 
 MEASURED_4096 = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"
@@ -50,8 +51,16 @@ def measured_gflops(kernel: str, params: dict) -> float | None:
         rows = json.loads(MEASURED_4096.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    from matviz.core.registry import get_kernel
+
     for row in rows:
-        if row.get("kernel") == kernel and row.get("params") == params:
+        if row.get("kernel") != kernel or not isinstance(row.get("params"), dict):
+            continue
+        try:  # a row benched before a parameter was added holds it at its default
+            same = get_kernel(kernel).resolve_params(row["params"]) == params
+        except MatvizError:
+            continue
+        if same:
             return float(row["gflops"])
     return None
 
