@@ -57,12 +57,14 @@ KERNEL = Kernel(
         GlobalAccess("st_C", "store", "C",
                      at=lambda th, p: (th.by * p.tile + th.ty, th.bx * p.tile + th.tx)),
     ),  # fmt: skip
-    kstep=KStep(
+    kstep=KStep(  # fmt: skip
         depth=lambda p: p.tile,
         channels=(("issue", "loaded", "computed"),),
         phases=(
-            Phase("load", "issue", "loaded", "loading", barrier="__syncthreads"),
-            Phase("compute", "loaded", "computed", "computing", barrier="__syncthreads"),
+            Phase("load", "issue", "loaded", "loading", barrier="__syncthreads",
+                  left_out_when=("drop_sync", 1)),
+            Phase("compute", "loaded", "computed", "computing", barrier="__syncthreads",
+                  left_out_when=("drop_sync", 2)),
         ),
     ),
     work=Work(

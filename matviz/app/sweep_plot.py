@@ -17,7 +17,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from matviz.app.export_render import ensure_app, to_rgb
 from matviz.app.views import palette
-from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR, peak_gflops
+from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
+from matviz.core.metrics import peak_gflops
 from matviz.errors import MatvizError
 from matviz.export.atomic import AtomicOutput
 from matviz.export.writers import PngWriter
@@ -42,7 +43,7 @@ def _title(rows: list[SweepRow]) -> str:
     )
 
 
-def _hline(plot: pg.PlotItem, value: float, colour, text: str) -> None:
+def hline(plot: pg.PlotItem, value: float, colour, text: str) -> None:
     line = pg.InfiniteLine(
         pos=value,
         angle=0,
@@ -72,7 +73,7 @@ def build_widget(rows: list[SweepRow]) -> QWidget:
     top = max(float(gflops.max()) if len(gflops) else 0.0, 1.0)
     cublas = next((r.cublas_gflops for r in rows if r.cublas_gflops), None)
     if cublas:
-        _hline(plot, cublas, CUBLAS_COLOR, f"cuBLAS SGEMM: {cublas:,.0f} GFLOP/s")
+        hline(plot, cublas, CUBLAS_COLOR, f"cuBLAS SGEMM: {cublas:,.0f} GFLOP/s")
         top = max(top, cublas)
     for i, row in enumerate(rows):
         text = f"{row.gflops:,.0f}" if row.status == OK and row.gflops else row.status
@@ -87,7 +88,7 @@ def build_widget(rows: list[SweepRow]) -> QWidget:
     plot.setYRange(0, 1.15 * top, padding=0)
     if not cublas:  # a sweep with no cuBLAS figure still gets a scale to compare against
         peak = peak_gflops(None)[0]
-        _hline(plot, peak, PEAK_COLOR, f"H200 FP32 peak: {peak:,.0f} GFLOP/s")
+        hline(plot, peak, PEAK_COLOR, f"H200 FP32 peak: {peak:,.0f} GFLOP/s")
         plot.setYRange(0, 1.1 * max(top, peak), padding=0)
     return widget
 
@@ -97,7 +98,11 @@ def render_plot(rows: list[SweepRow], path: str | os.PathLike[str], size=SIZE) -
     if not rows:
         raise MatvizError("nothing to plot: the sweep has no configurations")
     ensure_app()
-    widget = build_widget(rows)
+    return save_widget(build_widget(rows), path, size)
+
+
+def save_widget(widget: QWidget, path: str | os.PathLike[str], size=SIZE) -> Path:
+    """A chart widget (not shown) saved as a PNG, atomically."""
     try:
         widget.resize(*size)
         widget.show()

@@ -75,8 +75,6 @@ RACE_DEFAULTS = {
     "race_read_cycles": 6.0,
     "race_issue_delay_cycles": 110.0,
 }
-# Which barrier (the phase it ends) a broken parameter value leaves out.
-DROPPED = {"drop_sync": {1: "load", 2: "compute"}}
 # max_abs_error replays up to this many blocks of wrong elements, of at most this many threads
 ERROR_SAMPLE_BLOCKS, ERROR_SAMPLE_THREADS = 4, 2048
 # (block, reader warp, writer warp) triples per chunk: the lane test is 32 x that in bools
@@ -184,24 +182,21 @@ class _Race:
             values[name] = float(value)
         if values["race_read_cycles"] <= 0:
             raise MatvizError("device model 'race_read_cycles' must be positive")
-        dropped = set()
-        for name in config.broken:
-            phase = {str(v): p for v, p in DROPPED.get(name, {}).items()}.get(
-                str(config.params[name])
-            )
-            if phase is None:
-                raise MatvizError(
-                    f"the simulator has no race model for {name}={config.params[name]}"
-                )
-            dropped.add(phase)
+        # which barriers the description leaves out at these parameters, by the state of the
+        # phase they end: the one after the tile stores, the one after the k loop
+        phases = config.kstep.phases if config.kstep else ()
+        dropped = {ph.state for ph in phases if config.left_out(ph)}
+        if config.broken and not dropped:
+            names = ", ".join(f"{n}={config.params[n]}" for n in config.broken)
+            raise MatvizError(f"the simulator has no race model for {names}")
         return cls(
             latency=values["race_load_latency_cycles"],
             spread=values["race_load_spread_cycles"],
             read=values["race_read_cycles"],
             delay=values["race_issue_delay_cycles"],
             barrier=constant(dev, "barrier_ns") * dev["clock_mhz"] / 1000.0,
-            barrier1="load" not in dropped,
-            barrier2="compute" not in dropped,
+            barrier1="loading" not in dropped,
+            barrier2="computing" not in dropped,
         )
 
 

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 
+import matviz.cli.bench as bench
 import matviz.cli.common as common
 import matviz.cli.compare as compare
 import matviz.cli.export as export
@@ -23,7 +24,7 @@ import matviz.cli.sweep as sweep
 from matviz.errors import MatvizError
 
 EXIT_USER_ERROR = common.EXIT_USER_ERROR
-COMMANDS = {m.NAME: m for m in (info, kernels, record, show, export, compare, sweep)}
+COMMANDS = {m.NAME: m for m in (info, kernels, record, show, export, compare, sweep, bench)}
 
 
 def build_parser() -> argparse.ArgumentParser:

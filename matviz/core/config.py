@@ -49,6 +49,7 @@ class PhaseMarks:
     end: int
     channel: int
     barrier: int  # index in barrier_wait's last axis, -1 if no barrier ends the phase
+    left_out: bool = False  # its barrier is in the source but left out on purpose in this run
 
     @property
     def name(self) -> str:
@@ -82,7 +83,9 @@ class StepLayout:
             phase = Phase(ph["name"], ph["begin"], ph["end"], ph["state"], ph.get("barrier") or "")
             begin, end = names.index(phase.begin), names.index(phase.end)
             channel = next(i for i, ch in enumerate(channels) if begin in ch)
-            phases.append(PhaseMarks(phase, begin, end, channel, barrier if phase.barrier else -1))
+            index = barrier if phase.barrier else -1
+            left_out = bool(ph.get("barrier_left_out", False))
+            phases.append(PhaseMarks(phase, begin, end, channel, index, left_out))
             barrier += bool(phase.barrier)
         return cls(names, tuple(channels), tuple(phases), bool(kstep.get("chained", True)))
 
@@ -202,6 +205,12 @@ class KernelConfig:
     @property
     def n_barriers(self) -> int:
         return len(self.kstep.barriers) if self.kstep else 0
+
+    def left_out(self, phase: Phase) -> bool:
+        """Whether ``phase``'s barrier is left out on purpose at these parameters (it still
+        counts among the k-step's barriers: the source has it, behind a switch)."""
+        when = phase.left_out_when
+        return bool(phase.barrier and when and self.params.get(when[0]) == when[1])
 
     @cached_property
     def layout(self) -> StepLayout:
@@ -392,6 +401,7 @@ class KernelConfig:
                         "end": ph.end,
                         "state": ph.state,
                         "barrier": ph.barrier,
+                        "barrier_left_out": self.left_out(ph),
                     }
                     for ph in self.kstep.phases
                 ],  # fmt: skip

@@ -223,18 +223,19 @@ def explain(
         if phase.phase.state == "loading" and staged:
             fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
             text = tr(txt.LOADING).format(**base, **smem, **fill)
-            after = txt.LOADING_BARRIER
+            after = txt.LOADING_NO_BARRIER if phase.left_out else txt.LOADING_BARRIER
         elif phase.phase.state == "computing" and config.uses_shared:
             computing = sum(ph.phase.state == "computing" for ph in trace.layout.phases)
             products = _num(config.fmas_per_step / config.threads / max(computing, 1))
             text = tr(txt.COMPUTING).format(**base, **smem, products=products)
-            after = txt.COMPUTING_BARRIER
+            after = txt.COMPUTING_NO_BARRIER if phase.left_out else txt.COMPUTING_BARRIER
         else:
             text = tr(txt.IN_PHASE).format(**base)
-            after = txt.IN_PHASE_BARRIER
+            after = txt.IN_PHASE_NO_BARRIER if phase.left_out else txt.IN_PHASE_BARRIER
         if phase.barrier >= 0:
             text = _join(text, tr(after).format(**_which(phase, tr)))
-            if len(trace.warp_blocks):  # measured in the level-3 run: never on this time axis
+            # measured in the level-3 run, never on this time axis; a left-out barrier has none
+            if len(trace.warp_blocks) and not phase.left_out:
                 note = tr(txt.WAITS_ELSEWHERE).format(**_which(phase, tr))
         title = txt.TITLE_PHASE
         loading = state == BlockState.LOADING

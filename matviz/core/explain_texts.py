@@ -46,6 +46,18 @@ COMPUTING_BARRIER = (
     "The {which} {barrier} at its end stops anyone overwriting the tiles while another warp "
     "still reads them."
 )
+# A barrier the run leaves out on purpose (a deliberately broken variant, §11-12)
+LOADING_NO_BARRIER = (
+    "The {which} {barrier} that should follow is left out on purpose in this run: warps start "
+    "reading the tiles while other warps may still be writing them, so some read the previous "
+    "k-tile's values (the Errors tab shows which)."
+)
+COMPUTING_NO_BARRIER = (
+    "The {which} {barrier} that should end this phase is left out on purpose in this run: a "
+    "warp that finishes early loads the next k-tile over the tiles while slower warps still "
+    "read them (the Errors tab shows which values were overwritten)."
+)
+IN_PHASE_NO_BARRIER = "The {which} {barrier} that should end this phase is left out on purpose."
 IN_PHASE = "Block ({bx}, {by}) on SM {sm} is in the {phase} phase of k-tile t = {t} of {n}."
 IN_PHASE_BARRIER = "The phase ends at the {which} {barrier}."
 DONE = (

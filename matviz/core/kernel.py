@@ -235,6 +235,8 @@ class Phase:
     end: str
     state: str  # how the block grid colours it: "loading" or "computing"
     barrier: str = ""  # the barrier that ends it, if any ("__syncthreads")
+    # (parameter, value) that leaves the barrier out on purpose: ("drop_sync", 1)
+    left_out_when: tuple[str, ParamValue] | None = None
 
     def __post_init__(self) -> None:
         if self.state not in PHASE_STATES:

@@ -5,6 +5,8 @@ Times are integer nanoseconds from kernel start, so FLOP per ns reads directly a
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -12,6 +14,24 @@ from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 
 DEFAULT_BINS = 200
+# Where a device record lacks a figure, the H200's (132 SMs, 1980 MHz boost, 128 FP32 FMA/clk/SM)
+H200_PEAK_FIGURES: dict[str, Any] = {"name": "NVIDIA H200", "sm_count": 132, "clock_mhz": 1980,
+                     "fp32_fma_per_clk_per_sm": 128}  # fmt: skip
+# FP32 FMA units per SM by compute capability major (CUDA programming guide, arithmetic throughput)
+FP32_FMA_PER_CLK = {7: 64, 8: 128, 9: 128, 10: 128, 12: 128}
+
+
+def peak_gflops(device: dict | None) -> tuple[float, dict]:
+    """FP32 peak = SMs x FMA/clk x 2 FLOP x clock, and the figures it used (the H200's where
+    the device lacks one)."""
+    dev = dict(H200_PEAK_FIGURES)
+    given = dict(device or {})
+    major = str(given.get("compute_capability", "")).split(".")[0]
+    if major.isdigit() and "fp32_fma_per_clk_per_sm" not in given:
+        given["fp32_fma_per_clk_per_sm"] = FP32_FMA_PER_CLK.get(int(major), 128)
+    dev.update({k: v for k, v in given.items() if k in H200_PEAK_FIGURES and v})
+    gflops = dev["sm_count"] * dev["fp32_fma_per_clk_per_sm"] * 2 * dev["clock_mhz"] / 1000.0
+    return gflops, dev
 
 
 def total_flops(trace: Trace) -> float:

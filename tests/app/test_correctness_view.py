@@ -385,3 +385,16 @@ def test_export_a_png_of_the_errors_view(tmp_path, capsys, closes_its_windows):
     orange = cv.READ_COLORS[cr.BEFORE_WRITTEN]
     near = np.abs(image - np.array(orange)).sum(axis=2) < 40
     assert np.count_nonzero(near) > 20  # reads before the tile was written
+
+
+def test_a_run_with_wrong_elements_says_so_on_the_throughput_axis():
+    from matviz.app.views.throughput_view import tick_label
+    from matviz.core.runs import RunPoint
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    broken = RunPoint.from_trace(load_trace(TRACE_DIR / "tiled_t16_nosync1_1024.mvz"))
+    fine = RunPoint.from_trace(load_trace(TRACE_DIR / "tiled_t32_p0_1024.mvz"))
+    assert broken.wrong > 0 and "(C wrong)" in broken.label
+    assert "(C wrong)" in tick_label(0, broken)
+    assert fine.wrong == 0 and "(C wrong)" not in tick_label(0, fine) + fine.label

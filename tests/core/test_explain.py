@@ -506,3 +506,23 @@ def test_measured_bytes_are_read_from_details_or_the_top_level():
     assert measured_bytes({"details": {}, "measured": numbers}) == numbers  # schema 1, migrated
     assert measured_bytes({"details": {"command": "x"}}) is None
     assert measured_bytes({"measured": {"dram_read_bytes": 1}}) is None  # incomplete: not shown
+
+
+@pytest.mark.parametrize(("drop", "state", "says"), [
+    (1, BlockState.LOADING, "warps start reading the tiles while other warps may still be"),
+    (2, BlockState.COMPUTING, "loads the next k-tile over the tiles while slower warps"),
+])  # fmt: skip
+def test_a_barrier_left_out_on_purpose_is_explained_as_missing(drop, state, says):
+    params = {"tile": 16, "drop_sync": drop}
+    trace = run(RunRequest("tiled", 128, 128, 128, params, backend="sim", level=3))
+    tl = Timeline(trace)
+    phases = {ph.phase.state: ph for ph in trace.layout.phases}
+    assert [ph.left_out for ph in trace.layout.phases] == [drop == 1, drop == 2]
+    block = int(trace.warp_blocks[0])
+    text = explain(trace, tl, block, time_in_state(tl, block, state)).body
+    assert says in text and "left out on purpose" in text
+    assert "Barrier waits panel" not in text  # no wait to show at a barrier that is not there
+    other = next(s for s in phases if s != state.name.lower())
+    fine = explain(trace, tl, block, time_in_state(tl, block, BlockState[other.upper()])).body
+    assert "left out" not in fine  # the barrier that is there stays explained as before
+    assert "Barrier waits panel" in fine

@@ -29,10 +29,21 @@ def run(capsys, *argv):
 
 def test_a_step_as_a_still_in_chinese(capsys, tmp_path):
     out = tmp_path / "step.png"
-    code, printed, err = run(capsys, "export", "--lesson", 10, "--lang", "zh_CN", "-o", out)
+    code, printed, err = run(capsys, "export", "--lesson", 12, "--lang", "zh_CN", "-o", out)
     assert code == 0, err
     assert "1 frame of banks" in printed
     assert iio.imread(out).shape == (720, 1280, 3)
+
+
+def test_the_missing_barrier_step_exports_its_errors(capsys, tmp_path):
+    out = tmp_path / "race.png"
+    code, printed, err = run(capsys, "export", "--lesson", 7, "-o", out)
+    assert code == 0, err
+    assert "1 frame of errors" in printed
+    frame = iio.imread(out)
+    # the map of wrong elements: nearly all of C is wrong without barrier 1 (dark red)
+    red = (frame[..., 0] > 120) & (frame[..., 1] < 40) & (frame[..., 2] < 40)
+    assert red.mean() > 0.05
 
 
 def test_a_simulated_step_as_an_animation(capsys, tmp_path):
@@ -45,7 +56,7 @@ def test_a_simulated_step_as_an_animation(capsys, tmp_path):
 
 
 def test_the_frame_carries_the_step_its_view_and_access():
-    step = lesson_step(10)  # §27: the transposed store, 32-way
+    step = lesson_step(12)  # §27: the transposed store, 32-way
     trace = step_trace(step)
     note = step_note(step, trace, "zh_CN")
     assert note.startswith("<b>§27 · ") and step.title.zh_CN in note and "{" not in note

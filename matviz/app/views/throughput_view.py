@@ -21,9 +21,9 @@ from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import metrics
+from matviz.core.metrics import peak_gflops
 from matviz.core.runs import RunPoint
 
-H200 = {"name": "NVIDIA H200", "sm_count": 132, "clock_mhz": 1980, "fp32_fma_per_clk_per_sm": 128}
 CUBLAS_COLOR = (120, 60, 160)
 PEAK_COLOR = (90, 90, 90)
 LINE_CHARS = 12  # a tick label's lines are wrapped at about this many characters
@@ -58,15 +58,8 @@ def tick_label(index: int, run: RunPoint) -> str:
         cut = cut if cut > 0 else name.find("_")
         head = [f"#{index + 1} {name[: cut + 1]}", name[cut + 1 :]]
     words = run.labels.split() + ([tr("(sim)")] if run.backend == "sim" else [])
+    words += [tr("(C wrong)")] if run.wrong else []  # never read as a correct kernel's speed
     return "\n".join(head + _wrap(words) + [size_text(run.shape)])
-
-
-def peak_gflops(device: dict | None) -> tuple[float, dict]:
-    """FP32 peak = SMs x FMA/clk x 2 FLOP x clock; H200 figures where the device lacks them."""
-    dev = dict(H200)
-    dev.update({k: v for k, v in (device or {}).items() if k in H200 and v})
-    gflops = dev["sm_count"] * dev["fp32_fma_per_clk_per_sm"] * 2 * dev["clock_mhz"] / 1000.0
-    return gflops, dev
 
 
 class ThroughputView(Retranslating, QWidget):

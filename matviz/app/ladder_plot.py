@@ -1,0 +1,67 @@
+"""The ladder's bar chart (``matviz bench --plot F.png``): each kernel at its best configuration
+against cuBLAS and the FP32 peak, measured in one run, drawn with pyqtgraph offscreen."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from matviz.app.export_render import ensure_app
+from matviz.app.sweep_plot import BAR, SIZE, hline, save_widget
+from matviz.app.views import palette
+from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
+from matviz.errors import MatvizError
+
+
+def build_widget(rows: list[dict[str, Any]]) -> QWidget:
+    widget = QWidget()
+    widget.setAttribute(Qt.WA_DontShowOnScreen, True)
+    widget.setStyleSheet("background: white")
+    box = QVBoxLayout(widget)
+    first = rows[0]
+    size = first["size"]
+    title = QLabel(
+        f"<b>The ladder to cuBLAS</b> · {size}×{size}×{size} fp32 · <b>recorded on "
+        f"{first.get('device', 'the GPU')}</b> · each kernel at its fastest measured "
+        "configuration, cuBLAS in the same run",
+        textFormat=Qt.RichText, wordWrap=True,
+    )  # fmt: skip
+    title.setStyleSheet("font-size: 15px; color: #1e1e1e")
+    box.addWidget(title)
+    view = palette.make_plot()
+    box.addWidget(view, 1)
+    plot = view.getPlotItem()
+    plot.getViewBox().setMouseEnabled(False, False)
+    gflops = np.array([float(r["gflops"]) for r in rows])
+    x = np.arange(len(rows))
+    plot.addItem(pg.BarGraphItem(x=x, height=gflops, width=0.6, brush=BAR, pen=palette.FOREGROUND))
+    cublas = float(np.median([r["cublas_gflops"] for r in rows]))
+    peak = float(first["peak_gflops"])
+    hline(plot, cublas, CUBLAS_COLOR, f"cuBLAS SGEMM: {cublas:,.0f} GFLOP/s (median of its runs)")
+    hline(plot, peak, PEAK_COLOR, f"FP32 peak: {peak:,.0f} GFLOP/s")
+    for i, row in enumerate(rows):
+        item = pg.TextItem(f"{row['gflops']:,.0f}\n{row['pct_cublas']:.0f}% of cuBLAS",
+                           color=palette.FOREGROUND, anchor=(0.5, 1.05))  # fmt: skip
+        item.setPos(i, gflops[i])
+        plot.addItem(item)
+    ticks = [(i, f"{r.get('number', 0):02d} {r['kernel']}\n{r['config']}")
+             for i, r in enumerate(rows)]  # fmt: skip
+    plot.getAxis("bottom").setTicks([ticks])
+    plot.getAxis("bottom").setHeight(48)  # two lines of tick text
+    plot.setLabel("left", "GFLOP/s")
+    plot.setXRange(-0.6, len(rows) - 0.4, padding=0)
+    plot.setYRange(0, 1.1 * max(peak, float(gflops.max())), padding=0)
+    return widget
+
+
+def render_plot(rows: list[dict[str, Any]], path: str | os.PathLike[str], size=SIZE) -> Path:
+    if not rows:
+        raise MatvizError("nothing to plot: the benchmark has no rows")
+    ensure_app()
+    return save_widget(build_widget(rows), path, size)

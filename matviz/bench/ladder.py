@@ -1,0 +1,163 @@
+"""The ladder to cuBLAS: every kernel at its best configuration, measured side by side.
+
+Each kernel runs at its best configuration for this GPU and size (:func:`best_params`), with
+cuBLAS (``cupy.matmul``) timed in the same process on the same inputs; level-1 and level-2
+builds are timed interleaved with level 0 to give the instrumentation's overhead. The rows
+become a printed table, a markdown table (the README's, never typed by hand) and a plot.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from matviz.core.metrics import peak_gflops
+from matviz.core.occupancy import occupancy_dict
+from matviz.core.registry import get_kernel, kernels
+from matviz.errors import MatvizError
+from matviz.paths import RESOURCE_DIR
+
+BENCH_ALL = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"  # every configuration, measured
+COLUMNS = (
+    ("kernel", "kernel"), ("config", "configuration"), ("gflops", "GFLOP/s"),
+    ("pct_cublas", "% of cuBLAS"), ("pct_peak", "% of FP32 peak"), ("rel_error", "rel. error"),
+    ("registers", "registers"), ("occupancy", "blocks/SM (limit)"),
+    ("overhead_l1_pct", "level-1 overhead"), ("overhead_l2_pct", "level-2 overhead"),
+)  # fmt: skip
+
+
+def best_params(kernel: str, size: int, device: str, table: Path = BENCH_ALL) -> dict[str, Any]:
+    """The configuration of ``kernel`` that ran fastest in the measured benchmark of every
+    configuration (``table``) on this GPU at this size; the description's default where that
+    benchmark has no row for it."""
+    spec = get_kernel(kernel)
+    try:
+        rows = json.loads(table.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        rows = []
+    found = [
+        r for r in rows
+        if isinstance(r, dict) and r.get("kernel") == spec.name and r.get("size") == size
+        and r.get("device", "NVIDIA H200") == device and isinstance(r.get("gflops"), (int, float))
+    ]  # fmt: skip
+    for row in sorted(found, key=lambda r: -r["gflops"]):
+        try:
+            return spec.resolve_params(row.get("params") or {})
+        except MatvizError:  # a row of a parameter value the description no longer allows
+            continue
+    return spec.default_params()
+
+
+def measure(kernel: str, params: dict[str, Any], size: int, repeats: int) -> dict[str, Any]:
+    """One row of the ladder: levels 1 and 2 each timed against level 0, cuBLAS alongside."""
+    from matviz.backends.contract import RunRequest
+    from matviz.backends.cupy_recorder import Recorder
+
+    spec = get_kernel(kernel)
+    row: dict[str, Any] = {"kernel": spec.name, "number": spec.number, "params": params,
+                           "config": spec.labels(params), "size": size}  # fmt: skip
+    for level in (1, 2):
+        request = RunRequest(spec.name, size, size, size, params, backend="cuda", level=level,
+                             repeats=repeats)  # fmt: skip
+        manifest = Recorder(request).run().manifest
+        stats = manifest["stats"]
+        row[f"overhead_l{level}_pct"] = stats["overhead_pct"]
+        if level == 1:
+            registers = manifest["geometry"]["registers"].get("level_0")
+            config = spec.configure(params, size, size, size)
+            # residency of the kernel as timed (level 0), not of the instrumented build
+            occ = occupancy_dict(config, manifest["device"], registers) if registers else {}
+            peak, _ = peak_gflops(manifest["device"])
+            row.update(
+                device=manifest["device"]["name"],
+                gflops=stats["gflops"],
+                cublas_gflops=stats["cublas_gflops"],
+                pct_cublas=stats["pct_cublas"],
+                pct_peak=100.0 * stats["gflops"] / peak,
+                peak_gflops=peak,
+                rel_error=stats["rel_error"],
+                ms=stats["time_ms_median"],
+                registers=registers,
+                blocks_per_sm=occ.get("blocks_per_sm"),
+                limiter=occ.get("limiter"),
+            )
+    return row
+
+
+def run_ladder(
+    names: Sequence[str] | None,
+    size: int,
+    repeats: int,
+    device: str,
+    progress: Callable[[str], None] = lambda text: None,
+) -> list[dict[str, Any]]:
+    chosen = [get_kernel(n).name for n in names] if names else list(kernels())
+    rows = []
+    for name in chosen:
+        params = best_params(name, size, device)
+        progress(f"{name} {get_kernel(name).labels(params)}")
+        rows.append(measure(name, params, size, repeats))
+    return rows
+
+
+def _cell(row: dict[str, Any], key: str) -> str:
+    if key == "occupancy":
+        return f"{row.get('blocks_per_sm', '?')} ({row.get('limiter', '?')})"
+    value = row.get(key)
+    if value is None:
+        return "n/a"
+    if key == "gflops":
+        return f"{value:,.0f}"
+    if key in ("pct_cublas", "pct_peak"):
+        return f"{value:.1f}"
+    if key.startswith("overhead"):
+        return f"{value:+.2f}%"
+    if key == "rel_error":
+        return f"{value:.1e}"
+    return str(value)
+
+
+def markdown(rows: list[dict[str, Any]], source: str) -> str:
+    """The ladder as a markdown table with the line that says how it was measured."""
+    if not rows:
+        raise MatvizError("the benchmark has no rows")
+    lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |",
+             "|" + " --- |" * len(COLUMNS)]  # fmt: skip
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(row, key) for key, _ in COLUMNS) + " |")
+    blas = [r["cublas_gflops"] for r in rows]
+    lines += [
+        "",
+        f"{rows[0]['size']}³ fp32 on one {rows[0].get('device', 'GPU')}, each kernel at its "
+        f"fastest measured configuration; cuBLAS {min(blas):,.0f}-{max(blas):,.0f} GFLOP/s in "
+        f"the same process; FP32 peak {rows[0]['peak_gflops']:,.0f} GFLOP/s. Medians of CUDA-"
+        f"event times, instrumented builds interleaved with level 0. Made by `matviz bench` "
+        f"(`{source}`).",
+    ]
+    return "\n".join(lines)
+
+
+def text_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The rows for a terminal: aligned columns."""
+    cells = [[title for _, title in COLUMNS]]
+    cells += [[_cell(row, key) for key, _ in COLUMNS] for row in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
+    return ["  ".join(c[i].ljust(widths[i]) for i in range(len(COLUMNS))).rstrip() for c in cells]
+
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows a ``--json`` run saved; MatvizError when the file is not one."""
+    try:
+        rows = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise MatvizError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise MatvizError(f"{path} is not JSON: {exc}") from None
+    needed = {"kernel", "config", "size", "gflops", "cublas_gflops", "peak_gflops"}
+    if not isinstance(rows, list) or not rows or not all(
+        isinstance(r, dict) and needed <= set(r) for r in rows
+    ):
+        raise MatvizError(f"{path} is not a `matviz bench --json` file")
+    return rows

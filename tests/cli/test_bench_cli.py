@@ -1,0 +1,108 @@
+"""``matviz bench``: the ladder's table, markdown, README section and plot from saved rows, and
+the best configuration each kernel runs at."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from matviz import cli
+from matviz.backends.cuda_status import cuda_status
+from matviz.bench import ladder
+from matviz.core.registry import get_kernel, kernels
+
+ROWS = [
+    {"kernel": "naive", "number": 1, "params": {"tile": 16, "b_col_major": 0}, "config": "T16",
+     "size": 4096, "device": "NVIDIA H200", "gflops": 5285.0, "cublas_gflops": 49500.0,
+     "pct_cublas": 10.7, "pct_peak": 7.9, "peak_gflops": 66908.16, "rel_error": 1.1e-6,
+     "registers": 32, "blocks_per_sm": 8, "limiter": "threads", "overhead_l1_pct": 0.16,
+     "overhead_l2_pct": 0.05, "ms": 26.0},
+    {"kernel": "tiled", "number": 2, "params": {"tile": 32, "pad": 0, "drop_sync": 0},
+     "config": "T32 P0", "size": 4096, "device": "NVIDIA H200", "gflops": 8900.0,
+     "cublas_gflops": 50100.0, "pct_cublas": 17.8, "pct_peak": 13.3, "peak_gflops": 66908.16,
+     "rel_error": 1.1e-6, "registers": 32, "blocks_per_sm": 2, "limiter": "threads",
+     "overhead_l1_pct": -0.2, "overhead_l2_pct": 1.4, "ms": 15.4},
+]  # fmt: skip
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def saved(tmp_path):
+    path = tmp_path / "ladder.json"
+    path.write_text(json.dumps(ROWS))
+    return path
+
+
+def test_saved_rows_become_table_markdown_readme_and_plot(tmp_path, saved, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{cli.bench.README_START}\nold\n{cli.bench.README_END}\nafter\n")
+    md, png = tmp_path / "t.md", tmp_path / "p.png"
+    code, out, err = run(capsys, "bench", "--from", str(saved), "--markdown", str(md),
+                         "--readme", str(readme), "--plot", str(png))  # fmt: skip
+    assert code == 0, err
+    assert "8,900" in out and "17.8" in out and "13.3" in out and "+1.40%" in out
+    table = md.read_text()
+    assert table.count("\n| ") == 3  # the rule under the header, then one line per kernel
+    assert "| tiled | T32 P0 | 8,900 | 17.8 | 13.3 |" in table
+    assert "cuBLAS 49,500-50,100 GFLOP/s in the same process" in table
+    text = readme.read_text()
+    assert text.startswith("intro\n") and text.endswith("after\n") and "old" not in text
+    assert table in text
+    with Image.open(png) as image:
+        assert image.size == (1200, 620)
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    ("{", "is not JSON"),
+    ("[]", "is not a `matviz bench --json` file"),
+    ('[{"kernel": "naive"}]', "is not a `matviz bench --json` file"),
+])  # fmt: skip
+def test_a_bad_rows_file_is_one_line(tmp_path, capsys, content, fragment):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    code, _, err = run(capsys, "bench", "--from", str(bad))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err
+
+
+def test_a_readme_without_the_section_is_left_alone(tmp_path, saved, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text("no section here\n")
+    code, _, err = run(capsys, "bench", "--from", str(saved), "--readme", str(readme))
+    assert code == 2 and "needs exactly one" in err and len(err.strip().splitlines()) == 1
+    assert readme.read_text() == "no section here\n"
+
+
+@pytest.mark.skipif(cuda_status()[0], reason="this machine has a GPU")
+def test_measuring_needs_a_gpu(capsys):
+    code, _, err = run(capsys, "bench", "--size", "64")
+    assert code == 2 and "--from FILE.json" in err and len(err.strip().splitlines()) == 1
+
+
+def test_best_configuration_is_the_fastest_measured_one(tmp_path):
+    table = tmp_path / "all.json"
+    table.write_text(json.dumps([
+        {"kernel": "tiled", "params": {"tile": 16, "pad": 0}, "size": 4096, "gflops": 7000},
+        {"kernel": "tiled", "params": {"tile": 32, "pad": 1}, "size": 4096, "gflops": 9000},
+        {"kernel": "tiled", "params": {"tile": 32, "pad": 7}, "size": 4096, "gflops": 9999},
+        {"kernel": "tiled", "params": {"tile": 8, "pad": 0}, "size": 1024, "gflops": 99999},
+    ]))  # fmt: skip
+    best = ladder.best_params("tiled", 4096, "NVIDIA H200", table)
+    assert best == {"tile": 32, "pad": 1, "drop_sync": 0}  # pad 7 is not allowed: skipped
+    assert ladder.best_params("tiled", 2048, "NVIDIA H200", table) == get_kernel(
+        "tiled"
+    ).default_params()  # no row at that size
+    assert ladder.best_params("tiled", 4096, "Other GPU", table)["tile"] == 16  # the default
+
+
+def test_the_bundled_benchmark_gives_every_kernel_a_configuration():
+    for name in kernels():
+        params = ladder.best_params(name, 4096, "NVIDIA H200")
+        assert get_kernel(name).resolve_params(params) == params
+        assert not get_kernel(name).configure(params, 64, 64, 64).broken
