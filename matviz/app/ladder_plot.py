@@ -9,35 +9,23 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QWidget
 
 from matviz.app.export_render import ensure_app
-from matviz.app.sweep_plot import BAR, SIZE, hline, save_widget
+from matviz.app.sweep_plot import BAR, SIZE, chart, hline, save_widget
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
 from matviz.errors import MatvizError
 
 
 def build_widget(rows: list[dict[str, Any]]) -> QWidget:
-    widget = QWidget()
-    widget.setAttribute(Qt.WA_DontShowOnScreen, True)
-    widget.setStyleSheet("background: white")
-    box = QVBoxLayout(widget)
     first = rows[0]
     size = first["size"]
-    title = QLabel(
+    widget, plot = chart(
         f"<b>The ladder to cuBLAS</b> · {size}×{size}×{size} fp32 · <b>recorded on "
         f"{first.get('device', 'the GPU')}</b> · each kernel at its fastest measured "
-        "configuration, cuBLAS in the same run",
-        textFormat=Qt.RichText, wordWrap=True,
-    )  # fmt: skip
-    title.setStyleSheet("font-size: 15px; color: #1e1e1e")
-    box.addWidget(title)
-    view = palette.make_plot()
-    box.addWidget(view, 1)
-    plot = view.getPlotItem()
-    plot.getViewBox().setMouseEnabled(False, False)
+        "configuration, cuBLAS in the same run"
+    )
     gflops = np.array([float(r["gflops"]) for r in rows])
     x = np.arange(len(rows))
     plot.addItem(pg.BarGraphItem(x=x, height=gflops, width=0.6, brush=BAR, pen=palette.FOREGROUND))

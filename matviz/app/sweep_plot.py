@@ -54,19 +54,25 @@ def hline(plot: pg.PlotItem, value: float, colour, text: str) -> None:
     plot.addItem(line, ignoreBounds=True)
 
 
-def build_widget(rows: list[SweepRow]) -> QWidget:
-    """The chart as a widget (not shown)."""
+def chart(title_html: str) -> tuple[QWidget, pg.PlotItem]:
+    """A white chart widget (not shown) with its title over one plot."""
     widget = QWidget()
     widget.setAttribute(Qt.WA_DontShowOnScreen, True)
     widget.setStyleSheet("background: white")
     box = QVBoxLayout(widget)
-    title = QLabel(_title(rows), textFormat=Qt.RichText, wordWrap=True)
+    title = QLabel(title_html, textFormat=Qt.RichText, wordWrap=True)
     title.setStyleSheet("font-size: 15px; color: #1e1e1e")
     box.addWidget(title)
     view = palette.make_plot()
     box.addWidget(view, 1)
     plot = view.getPlotItem()
     plot.getViewBox().setMouseEnabled(False, False)
+    return widget, plot
+
+
+def build_widget(rows: list[SweepRow]) -> QWidget:
+    """The chart as a widget (not shown)."""
+    widget, plot = chart(_title(rows))
     x = np.arange(len(rows))
     gflops = np.array([r.gflops if r.status == OK and r.gflops else 0.0 for r in rows])
     plot.addItem(pg.BarGraphItem(x=x, height=gflops, width=0.6, brush=BAR, pen=palette.FOREGROUND))

@@ -40,9 +40,11 @@ def kernel_source(config: KernelConfig) -> str:
     return config.kernel.source.read_text().replace('#include "trace.cuh"', header)
 
 
-def compiled_kernel(config: KernelConfig, level: int):
-    """The kernel built for ``config`` at ``level`` (NVRTC, memoised per source and defines)."""
-    return _compiled(kernel_source(config), tuple(config.defines(level)), config.kernel.entry_point)
+def compiled_kernel(config: KernelConfig, level: int, min_blocks: int | None = None):
+    """The kernel built for ``config`` at ``level`` (NVRTC, memoised per source and defines);
+    ``min_blocks`` (levels 1-2) bounds its registers so that many blocks fit on an SM."""
+    defines = config.defines(level) + ([f"-DMV_MIN_BLOCKS={min_blocks}"] if min_blocks else [])
+    return _compiled(kernel_source(config), tuple(defines), config.kernel.entry_point)
 
 
 @functools.lru_cache(maxsize=64)

@@ -214,7 +214,7 @@ class Recorder:
         rel_error = self._check_output(C, "the kernel")
         checked, c_wrong = self._correctness(C, "the level-0 kernel (uninstrumented)")
 
-        instr = compiled_kernel(c, timeline_level)
+        instr, bounded = self._instrumented(plain, timeline_level)
         registers = {"level_0": plain.num_regs, f"level_{timeline_level}": instr.num_regs}
         buf = self._trace_buffers()
         args = self._trace_args(buf)
@@ -228,6 +228,7 @@ class Recorder:
             instr_ms.append(self._timed(lambda: self._launch(instr, C, args)))
             blas_ms.append(self._timed(lambda: cupy.matmul(self.A, self.B)))
         stats = self._stats(plain_ms, instr_ms if level else [], blas_ms, rel_error)
+        stats["instrumented_min_blocks"] = bounded
 
         buf = self._trace_buffers()  # fresh, so every record comes from this one run
         C.fill(cupy.nan)
@@ -292,6 +293,18 @@ class Recorder:
             details={"command": " ".join(sys.argv)},
         )
         return Trace(manifest=manifest, **arrays)
+
+    def _instrumented(self, plain, level: int) -> tuple[Any, int | None]:
+        """The level-``level`` build, and the blocks per SM its registers were bounded to: where
+        its extra registers would leave fewer blocks resident than level 0's, it is rebuilt
+        with __launch_bounds__ keeping them, so the timeline shows the kernel's residency."""
+        instr = compiled_kernel(self.config, level)
+        threads = self.config.threads
+        want = driver_blocks_per_sm(plain, threads)
+        have = driver_blocks_per_sm(instr, threads)
+        if want is None or have is None or have >= want:
+            return instr, None
+        return compiled_kernel(self.config, level, min_blocks=want), want
 
     def _diagnostics(self, C, stats: dict) -> tuple[dict, int, int]:
         """The level-3 run: the shared-memory probe and how long each warp waited at barriers.

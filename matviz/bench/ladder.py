@@ -19,6 +19,7 @@ from matviz.core.registry import get_kernel, kernels
 from matviz.errors import MatvizError
 from matviz.paths import RESOURCE_DIR
 
+MAX_ROWS_BYTES = 16 << 20  # a --json file of rows is a few kB
 BENCH_ALL = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"  # every configuration, measured
 COLUMNS = (
     ("kernel", "kernel"), ("config", "configuration"), ("gflops", "GFLOP/s"),
@@ -149,12 +150,12 @@ def text_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
     """Rows a ``--json`` run saved; MatvizError when the file is not one."""
+    from matviz.core.trace_io import read_small_file
+
     try:
-        rows = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise MatvizError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise MatvizError(f"{path} is not JSON: {exc}") from None
+        rows = json.loads(read_small_file(path, MAX_ROWS_BYTES).decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError is one too
+        raise MatvizError(f"{path} is not JSON: {str(exc).splitlines()[0]}") from None
     needed = {"kernel", "config", "size", "gflops", "cublas_gflops", "peak_gflops"}
     if not isinstance(rows, list) or not rows or not all(
         isinstance(r, dict) and needed <= set(r) for r in rows

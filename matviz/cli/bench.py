@@ -16,6 +16,7 @@ import matviz.cli.common as common
 
 NAME = "bench"
 README_START, README_END = "<!-- ladder:start -->", "<!-- ladder:end -->"
+README_MAX_BYTES = 4 << 20
 
 
 def add_parser(sub) -> None:
@@ -77,13 +78,14 @@ def run(args) -> int:
 
 
 def _rewrite_readme(path: Path, table: str) -> None:
+    from matviz.core.trace_io import read_small_file
     from matviz.errors import MatvizError
     from matviz.export.atomic import AtomicOutput
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise MatvizError(f"cannot read {path}: {exc.strerror or exc}") from None
+        text = read_small_file(path, README_MAX_BYTES).decode("utf-8")
+    except UnicodeDecodeError:
+        raise MatvizError(f"{path} is not UTF-8 text") from None
     block = f"{README_START}\n{table}\n{README_END}"
     pattern = re.escape(README_START) + ".*?" + re.escape(README_END)
     new, count = re.subn(pattern, lambda _: block, text, flags=re.S)

@@ -60,6 +60,8 @@ class Stats:
     diagnostics_overhead_pct: float | None = None
     last_arrival_wait_ns_max: int | None = None
     saturated_phase_spans: int | None = None
+    # blocks per SM the instrumented build's registers were bounded to (level 0's), if they were
+    instrumented_min_blocks: int | None = None
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,9 @@ def summary_lines(trace: Trace) -> list[str]:
     overhead = stats.get("overhead_pct")
     if overhead is not None:
         timeline = m["sampling"].get("timeline_level", level)
-        lines.append(f"overhead   level-{timeline} build {overhead:+.2f}% against level 0")
+        bound = stats.get("instrumented_min_blocks")
+        kept = f" (registers bounded to keep {bound} blocks/SM, as level 0)" if bound else ""
+        lines.append(f"overhead   level-{timeline} build {overhead:+.2f}% against level 0{kept}")
     diag = stats.get("diagnostics_overhead_pct")
     if diag is not None:
         lines.append(f"diagnosis  level-3 run (probe, barrier waits) {diag:+.1f}% against level 0")

@@ -223,6 +223,19 @@ class Trace:
         if self.stale.shape[0] > max(self.n_tiles, self.manifest["geometry"].get("n_tiles", 0)):
             raise ValueError("stale has more k-steps than the kernel walks")
 
+    @property
+    def probe_location(self) -> tuple[int, int, int] | None:
+        """(block index, warp, k-tile) the level-3 probe recorded; None without a probe."""
+        probe = self.manifest.get("sampling", {}).get("probe")
+        if not probe:
+            return None
+        bx, by = probe.get("block", (0, 0))
+        return (
+            self.block_index(int(bx), int(by)),
+            int(probe.get("warp", 0)),
+            int(probe.get("ktile", 0)),
+        )
+
     def block_index(self, bx: int, by: int) -> int:
         """Linear launch index of block (bx, by)."""
         gx, gy = self.grid

@@ -218,6 +218,23 @@ def _open_regular(path: Path) -> IO[bytes]:
     return os.fdopen(fd, "rb")
 
 
+def read_small_file(path: str | os.PathLike[str], cap: int) -> bytes:
+    """A regular file of at most ``cap`` bytes (a JSON side file); MatvizError otherwise: a
+    FIFO, /dev/zero or a huge file is refused, not read."""
+    try:
+        with _open_regular(Path(path)) as fh:
+            data = fh.read(cap + 1)
+    except _BadFile as exc:
+        raise MatvizError(f"cannot read {path}: {exc}") from None
+    except FileNotFoundError:
+        raise MatvizError(f"cannot read {path}: no such file") from None
+    except OSError as exc:
+        raise MatvizError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > cap:
+        raise MatvizError(f"cannot read {path}: larger than {cap >> 20} MiB")
+    return data
+
+
 def _read_member(zf: zipfile.ZipFile, name: str, cap: int) -> bytes:
     """A member's bytes, refused when its header claims more than ``cap`` or it holds more."""
     try:

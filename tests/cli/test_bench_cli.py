@@ -106,3 +106,45 @@ def test_the_bundled_benchmark_gives_every_kernel_a_configuration():
         params = ladder.best_params(name, 4096, "NVIDIA H200")
         assert get_kernel(name).resolve_params(params) == params
         assert not get_kernel(name).configure(params, 64, 64, 64).broken
+
+
+def test_a_fifo_a_device_or_a_huge_file_is_refused_unread(tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as fh:
+        fh.truncate(ladder.MAX_ROWS_BYTES + 1)  # sparse: no disk needed
+    for path, fragment in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"),
+                           (huge, "larger than 16 MiB"), (tmp_path, "directory"),
+                           (tmp_path / "none.json", "no such file")):  # fmt: skip
+        code, _, err = run(capsys, "bench", "--from", str(path))
+        assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_readme_that_is_a_fifo_is_refused_unread(tmp_path, saved, capsys):
+    import os
+
+    fifo = tmp_path / "README.md"
+    os.mkfifo(fifo)
+    code, _, err = run(capsys, "bench", "--from", str(saved), "--readme", str(fifo))
+    assert code == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_readme_in_a_read_only_folder_is_kept(tmp_path, saved, capsys):
+    import os
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    readme = folder / "README.md"
+    readme.write_text(f"{cli.bench.README_START}\nold\n{cli.bench.README_END}\n")
+    folder.chmod(0o500)
+    try:
+        if os.access(folder, os.W_OK):  # root writes anywhere: the test has nothing to show
+            pytest.skip("running as root")
+        code, _, err = run(capsys, "bench", "--from", str(saved), "--readme", str(readme))
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert "old" in readme.read_text()
+    finally:
+        folder.chmod(0o700)

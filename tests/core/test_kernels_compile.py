@@ -316,3 +316,24 @@ def test_compile_error_is_a_matviz_error(scratch_kernels) -> None:
     source.write_text(source.read_text().replace("float sum = 0.0f;", "float sum = undeclared;"))
     with pytest.raises(MatvizError, match=r"09_scratch\.cu.*error.*undeclared"):
         compile_report.compile_report(spec, 0)
+
+
+@needs_nvcc
+def test_a_residency_bound_caps_only_the_instrumented_builds(tmp_path) -> None:
+    """The recorder passes MV_MIN_BLOCKS where an instrumented build would hold fewer blocks
+    per SM than level 0 (kernel 05's default: 128 registers at level 0, 130 at level 2, so 3
+    blocks of 128 threads instead of 4): the bound brings it back to 128; level 0 ignores it."""
+    from matviz.toolchain.nvcc import _run_nvcc
+
+    config = _config("register_tiling_2d", {})
+    assert config.threads == 128
+    nvcc, source, entry = nvcc_path(), str(config.kernel.source), config.kernel.entry_point
+
+    def regs(level: int, bound: list[str]) -> int:
+        flags = [*compile_flags(config, level), *bound]
+        return _run_nvcc(source, entry, flags, "sm_90", nvcc)[0].registers
+
+    free = {level: regs(level, []) for level in (0, 2)}
+    assert free[2] > 128 >= free[0]  # what makes the bound needed
+    assert regs(2, ["-DMV_MIN_BLOCKS=4"]) <= 128
+    assert regs(0, ["-DMV_MIN_BLOCKS=4"]) == free[0]

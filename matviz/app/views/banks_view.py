@@ -152,13 +152,7 @@ class BanksView(Retranslating, QWidget):
         trace = self.session.trace
         if trace is None or not len(trace.probe):
             return None
-        probe = trace.manifest.get("sampling", {}).get("probe") or {}
-        bx, by = probe.get("block", (0, 0))
-        return (
-            trace.block_index(int(bx), int(by)),
-            int(probe.get("warp", 0)),
-            int(probe.get("ktile", 0)),
-        )
+        return trace.probe_location or (0, 0, 0)
 
     def _ktile(self) -> int:
         """The selected block's k-tile at the playhead (its last one once done, 0 before)."""

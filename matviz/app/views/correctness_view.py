@@ -262,14 +262,7 @@ class CorrectnessView(Retranslating, QWidget):
 
     def probe_key(self) -> tuple[int, int, int]:
         """(block index, warp, k-tile) of the level-3 probe."""
-        trace = self.session.trace
-        probe = trace.manifest.get("sampling", {}).get("probe") or {}
-        bx, by = probe.get("block", (0, 0))
-        return (
-            trace.block_index(int(bx), int(by)),
-            int(probe.get("warp", 0)),
-            int(probe.get("ktile", 0)),
-        )
+        return self.session.trace.probe_location or (0, 0, 0)
 
     def _current(self) -> tuple[int, bool]:
         """(k-tile, follows the playhead): the probed block's k-tile at the playhead, else the
