@@ -372,6 +372,29 @@ def _worst_conflict(trace: Trace) -> tuple[int, str]:
     return int(degree[worst]), str(probe["site"][worst])
 
 
+def shared_reuse(config: KernelConfig) -> dict[str, Any] | None:
+    """Multiply-adds per value read from shared memory in one k-step, per thread and per
+    block, from the description's load sites (§13, §18: what register tiling raises)."""
+    if not config.kstep or not config.threads:
+        return None
+    reads = sum(
+        rs.repeat * rs.site.width // config.array(rs.site.array).elem_bytes
+        for rs in config.sites
+        if rs.site.kind == "load"
+    )
+    if not reads:
+        return None
+    fmas = config.fmas_per_step / config.threads
+    return {
+        "depth": config.step_depth,
+        "fmas": _num(fmas),
+        "reads": reads,
+        "ratio": f"{fmas / reads:.2f}",
+        "block_fmas": f"{config.fmas_per_step:,}",
+        "block_reads": f"{reads * config.threads:,}",
+    }
+
+
 def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     """Kernel-level sentences for an info box: speed, waves, occupancy, memory, banks."""
     m = trace.manifest
@@ -417,6 +440,9 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
                 per_sm=occ["blocks_per_sm"], limiter=limiter, registers=occ["registers"]
             )
         )
+    level0 = (m.get("geometry") or {}).get("registers", {}).get("level_0")
+    if level0 and (not occ or level0 != occ.get("registers")):
+        facts.append(tr(txt.FACT_REGISTERS).format(registers=level0))
 
     if config.uses_shared:
         arrays = ", ".join(_shape_text(arr) for arr in config.shared)
@@ -426,6 +452,9 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
             facts.append(tr(txt.FACT_SMEM_PAD).format(**fill, padding=f"{padding} B"))
         else:
             facts.append(tr(txt.FACT_SMEM).format(**fill))
+        reuse = shared_reuse(config)
+        if reuse is not None:
+            facts.append(tr(txt.FACT_REUSE).format(**reuse))
     else:
         facts.append(tr(txt.FACT_NO_SMEM).format(kernel=trace.kernel))
     issued, formula = fmt_bytes(config.issued_bytes), fmt_bytes(config.formula_bytes)

@@ -164,6 +164,12 @@ FACT_OCCUPANCY = (
     "registers per thread)."
 )
 FACT_SMEM = "Each block keeps {arrays} in {smem} of shared memory."
+FACT_REUSE = (
+    "Per k-step (depth {depth}) each thread does {fmas} multiply-adds and reads {reads} values "
+    "from shared memory: {ratio} multiply-adds per value read ({block_fmas} multiply-adds and "
+    "{block_reads} values for the whole block)."
+)
+FACT_REGISTERS = "The uninstrumented kernel uses {registers} registers per thread (ptxas)."
 FACT_SMEM_PAD = (
     "Each block keeps {arrays} in {smem} of shared memory, of which {padding} is padding."
 )

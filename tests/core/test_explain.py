@@ -526,3 +526,19 @@ def test_a_barrier_left_out_on_purpose_is_explained_as_missing(drop, state, says
     fine = explain(trace, tl, block, time_in_state(tl, block, BlockState[other.upper()])).body
     assert "left out" not in fine  # the barrier that is there stays explained as before
     assert "Barrier waits panel" in fine
+
+
+@pytest.mark.parametrize(("kernel", "params", "fmas", "reads", "ratio"), [
+    ("tiled", {"tile": 16}, 16, 32, "0.50"),  # §13: two values per multiply-add
+    ("register_tiling_1d", {"BM": 64, "BN": 64, "BK": 8, "TM": 8}, 64, 72, "0.89"),  # 1 + TM
+    ("register_tiling_2d", {"BM": 64, "BN": 64, "BK": 16, "TM": 8, "TN": 4}, 512, 192, "2.67"),
+])  # fmt: skip
+def test_the_facts_say_how_many_multiply_adds_each_shared_value_feeds(
+    kernel, params, fmas, reads, ratio
+):
+    trace = run(RunRequest(kernel, 256, 256, 256, params, backend="sim", level=1))
+    text = " ".join(trace_facts(trace))
+    assert f"each thread does {fmas} multiply-adds and reads {reads} values" in text
+    assert f"{ratio} multiply-adds per value read" in text
+    naive = " ".join(trace_facts(run(RunRequest("naive", 64, 64, 64, {}, backend="sim"))))
+    assert "per value read" not in naive  # no shared memory: nothing to count
