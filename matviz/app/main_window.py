@@ -328,6 +328,10 @@ class MainWindow(Retranslating, QMainWindow):
             self.panel_actions[name] = action
         self._sync_hidden()
         self.view_menu.addSeparator()
+        self.ladder_action = QAction(self, checkable=True)  # the throughput plot's preset
+        self.ladder_action.toggled.connect(self.show_ladder)
+        self.view_menu.addAction(self.ladder_action)
+        self.view_menu.addSeparator()
         self.view_menu.addAction(self.controls_dock.toggleViewAction())
         self.view_menu.addAction(self.explain_dock.toggleViewAction())
         self.view_menu.addAction(self.diagnostics_dock.toggleViewAction())
@@ -535,6 +539,24 @@ class MainWindow(Retranslating, QMainWindow):
         return True
 
     # -- runs ------------------------------------------------------------------------------
+    def show_ladder(self, on: bool) -> None:
+        """The throughput plot shows the bundled H200 ladder (``matviz bench``) as steps, or
+        this session's runs again."""
+        if not on:
+            self.session.show_ladder(None)
+            return
+        from matviz.bench.ladder import LADDER_H200, load_rows
+
+        try:
+            rungs = [RunPoint.from_bench_row(row) for row in load_rows(LADDER_H200)]
+        except (MatvizError, KeyError, TypeError, ValueError) as exc:
+            reason = one_line(str(exc))
+            self.show_error(tr("cannot show the ladder: {reason}").format(reason=reason))
+            self.ladder_action.setChecked(False)
+            return
+        self.session.show_ladder(rungs)
+        self.panel_actions["throughput"].setChecked(True)
+
     def start_run(self, job: dict) -> None:
         self.clear_error()
         self._pending_step = None  # the user's run replaces a lesson's
@@ -677,6 +699,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.view_menu.setTitle(tr("&View"))
         self.color_actions["state"].setText(tr("Colour blocks by &state"))
         self.color_actions["sm"].setText(tr("Colour blocks by S&M"))
+        self.ladder_action.setText(tr("Throughput: the &ladder to cuBLAS (H200 recording)"))
         self.playback_menu.setTitle(tr("&Playback"))
         names = {
             "grid": tr("Block &grid"),

@@ -38,6 +38,8 @@ class Session(QObject):
         self.color_mode = "state"
         self.probe_row = 0
         self.runs: list[RunPoint] = []
+        # a preset the throughput plot shows instead of the runs: the ladder to cuBLAS
+        self.ladder: list[RunPoint] | None = None
 
     def set_trace(self, trace: Trace, source_label: str = "") -> None:
         self.trace = trace
@@ -86,3 +88,13 @@ class Session(QObject):
     def add_run(self, point: RunPoint) -> None:
         self.runs.append(point)
         self.runsChanged.emit()
+
+    def show_ladder(self, rungs: list[RunPoint] | None) -> None:
+        """The throughput plot shows ``rungs`` (a measured ladder), or this session's runs."""
+        self.ladder = list(rungs) if rungs is not None else None
+        self.runsChanged.emit()
+
+    @property
+    def plotted_runs(self) -> list[RunPoint]:
+        """What the throughput plot shows: the ladder preset, or the runs of this session."""
+        return self.ladder if self.ladder is not None else self.runs

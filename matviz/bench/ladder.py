@@ -21,6 +21,7 @@ from matviz.paths import RESOURCE_DIR
 
 MAX_ROWS_BYTES = 16 << 20  # a --json file of rows is a few kB
 BENCH_ALL = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"  # every configuration, measured
+LADDER_H200 = RESOURCE_DIR / "bench" / "h200_ladder_4096.json"  # `matviz bench --json`, bundled
 COLUMNS = (
     ("kernel", "kernel"), ("config", "configuration"), ("gflops", "GFLOP/s"),
     ("pct_cublas", "% of cuBLAS"), ("pct_peak", "% of FP32 peak"), ("rel_error", "rel. error"),

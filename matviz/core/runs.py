@@ -27,6 +27,21 @@ class RunPoint:
         return f"{self.kernel} {self.labels}{sim}{wrong}"
 
     @classmethod
+    def from_bench_row(cls, row: dict) -> RunPoint:
+        """A rung of ``matviz bench`` (one kernel at its best configuration, on the GPU)."""
+        size = int(row["size"])
+        params = row.get("params") or {}
+        return cls(
+            kernel=str(row["kernel"]),
+            params=tuple(params.items()),
+            labels=str(row.get("config", "")),
+            shape=(size, size, size),
+            backend="cuda",
+            gflops=float(row["gflops"]),
+            cublas_gflops=float(row["cublas_gflops"]),
+        )
+
+    @classmethod
     def from_trace(cls, trace: Trace) -> RunPoint:
         stats = trace.manifest["stats"]
         config = trace.config

@@ -398,3 +398,4 @@ def test_a_run_with_wrong_elements_says_so_on_the_throughput_axis():
     assert broken.wrong > 0 and "(C wrong)" in broken.label
     assert "(C wrong)" in tick_label(0, broken)
     assert fine.wrong == 0 and "(C wrong)" not in tick_label(0, fine) + fine.label
+

@@ -101,6 +101,9 @@ class ThroughputView(Retranslating, QWidget):
             self.scatter[backend] = item
         # the peak's label sits above its line (the plot keeps room for it) and the cuBLAS
         # label below its own, which is lower: they cannot collide, whatever the values
+        # the ladder preset joins its rungs as steps, kernel by kernel
+        self.steps = pg.PlotDataItem(stepMode="center", pen=pg.mkPen((31, 119, 180), width=2))
+        self.runs_plot.addItem(self.steps)
         self.cublas_line = self._hline(self.runs_plot, CUBLAS_COLOR, below=True, left=True)
         self.peak_line = self._hline(self.runs_plot, PEAK_COLOR)
         self.rate_peak_line = self._hline(self.rate_plot, PEAK_COLOR, below=True)
@@ -161,10 +164,16 @@ class ThroughputView(Retranslating, QWidget):
         self.retranslate()
 
     def _draw_runs(self) -> None:
-        runs = self.session.runs
+        runs = self.session.plotted_runs
         for backend, item in self.scatter.items():
             idx = [i for i, r in enumerate(runs) if r.backend == backend]
             item.setData(idx, [runs[i].gflops for i in idx])
+        if self.session.ladder is not None and runs:
+            edges = np.arange(len(runs) + 1) - 0.5
+            self.steps.setData(edges, [r.gflops for r in runs])
+        else:
+            self.steps.setData([], [])
+        self._runs_title()
         self._layout_runs()
         self._update_lines()
         self._clear_reference_labels()
@@ -181,7 +190,7 @@ class ThroughputView(Retranslating, QWidget):
     def _layout_runs(self, *_args) -> None:
         """Thin the tick labels to what the plot's width holds, and widen the x range so the
         outermost labels stay inside the axis (pyqtgraph drops a label that sticks out)."""
-        runs = self.session.runs
+        runs = self.session.plotted_runs
         for text in self._value_texts:
             self.runs_plot.removeItem(text)
         self._value_texts.clear()
@@ -239,7 +248,7 @@ class ThroughputView(Retranslating, QWidget):
 
     def describe_run(self, index: int) -> str:
         """The hover text of one run: everything its short label leaves out."""
-        run = self.session.runs[index]
+        run = self.session.plotted_runs[index]
         m, n, k = run.shape
         text = tr("run #{i}: {kernel} {labels}, M×N×K = {m}×{n}×{k}, {source}").format(
             i=index + 1,
@@ -259,7 +268,7 @@ class ThroughputView(Retranslating, QWidget):
 
     def _on_move(self, scene_pos) -> None:
         vb = self.runs_plot.getViewBox()
-        runs = self.session.runs
+        runs = self.session.plotted_runs
         if not runs or not vb.sceneBoundingRect().contains(scene_pos):
             self.canvas.setToolTip("")
             return
@@ -272,7 +281,9 @@ class ThroughputView(Retranslating, QWidget):
     def _update_lines(self) -> None:
         trace = self.session.trace
         cublas = None  # the current trace's own baseline, not the last run's
-        if trace is not None:
+        if self.session.ladder:  # the ladder's own, measured beside its rungs
+            cublas = float(np.median([r.cublas_gflops for r in self.session.ladder]))
+        elif trace is not None:
             cublas = trace.manifest["stats"].get("cublas_gflops")
         self.cublas_line.setVisible(bool(cublas))
         if cublas:
@@ -310,11 +321,17 @@ class ThroughputView(Retranslating, QWidget):
             self.session.set_playhead(int(round(self.playhead.value() * 1000.0)))
 
     # -- texts -------------------------------------------------------------------------------
+    def _runs_title(self) -> None:
+        title = (
+            tr("The ladder to cuBLAS, one run (GFLOP/s)")
+            if self.session.ladder is not None
+            else tr("Throughput of every run (GFLOP/s)")
+        )
+        self.runs_plot.setTitle(title, color=palette.hexcolor(palette.FOREGROUND))
+
     def retranslate(self) -> None:
         self.placeholder.setText(tr("No trace loaded"))
-        self.runs_plot.setTitle(
-            tr("Throughput of every run (GFLOP/s)"), color=palette.hexcolor(palette.FOREGROUND)
-        )
+        self._runs_title()
         self.runs_plot.setLabel("left", tr("GFLOP/s"))
         self.runs_plot.setLabel("bottom", tr("run (configuration)"))
         self.rate_plot.setTitle(
