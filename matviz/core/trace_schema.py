@@ -140,6 +140,7 @@ class StepPhase(_Section):
     end: str
     state: str
     barrier: str | None = None
+    barrier_left_out: bool = False
 
 
 class KStep(_Section):
@@ -225,6 +226,10 @@ def validate_manifest(manifest: dict[str, Any]) -> tuple[Manifest, KernelConfig]
         raise MatvizError(
             f"manifest n_tiles {geometry.n_tiles} is not the kernel's {config.n_steps}"
         )
+    if typed.correctness is not None:
+        unknown = [n for n in typed.correctness.broken if n not in config.kernel.param_names]
+        if unknown:
+            raise MatvizError(f"correctness names {unknown[0]!r}, not a parameter of the kernel")
     return typed, config
 
 

@@ -180,15 +180,24 @@ def test_hostile_correctness_arrays_are_one_line(tmp_path, change, message):
     assert "\n" not in str(info.value)
 
 
-def test_a_correctness_section_that_claims_too_much_is_refused(tmp_path):
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda m: m["correctness"].__setitem__("wrong", m["correctness"]["total"] + 1),
+     "more wrong elements than C has"),
+    (lambda m: m["correctness"].__setitem__("broken", ["tile_size"]),
+     "'tile_size', not a parameter"),
+    (lambda m: m["description"]["kstep"]["phases"][0].__setitem__("barrier_left_out", [1]),
+     "barrier_left_out"),
+])  # fmt: skip
+def test_a_correctness_section_that_claims_too_much_is_refused(tmp_path, change, message):
     src = TRACE_DIR / "tiled_t32_p0_1024.mvz"
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(tmp_path / "bad.mvz", "w") as zout:
         for info in zin.infolist():
             data = zin.read(info)
             if info.filename == "manifest.json":
                 manifest = json.loads(data)
-                manifest["correctness"]["wrong"] = manifest["correctness"]["total"] + 1
+                change(manifest)
                 data = json.dumps(manifest).encode()
             zout.writestr(info, data)
-    with pytest.raises(MatvizError, match="more wrong elements than C has"):
+    with pytest.raises(MatvizError, match=message) as info:
         load_trace(tmp_path / "bad.mvz")
+    assert "\n" not in str(info.value)
