@@ -43,6 +43,11 @@ def run_gui(argv: list[str] | None = None) -> int:
     if argv and window.session.trace is trace:  # refused traces leave the default in place
         window.trace_path = Path(argv[0])
         window._remember(Path(argv[0]))
+    screen = app.primaryScreen()
+    if screen is not None:  # a 1280x720 projector: the window fits the screen, not 1600x1000
+        room = screen.availableGeometry()
+        width, height = window.width(), window.height()
+        window.resize(min(width, room.width()), min(height, room.height()))
     window.show()
     return app.exec()
 

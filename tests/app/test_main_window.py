@@ -517,3 +517,29 @@ def test_every_window_string_is_translated():
     fields = re.compile(r"\{[^}]*\}")
     for source in used:
         assert sorted(fields.findall(source)) == sorted(fields.findall(table[source])), source
+
+
+def test_the_app_opens_no_larger_than_the_screen(qapp, monkeypatch, tmp_path):
+    """On a 1280x720 projector the window must fit, not open at its 1600x1000 default."""
+    import PySide6.QtCore as QtCore
+    from PySide6.QtCore import QRect, QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from matviz.app import main as app_main
+
+    shown = []
+    monkeypatch.setattr(QApplication, "exec", lambda self: 0)
+    monkeypatch.setattr(MainWindow, "show", lambda self: shown.append(self))
+    # run_gui opens the user's settings: a private file here
+    monkeypatch.setattr(
+        QtCore, "QSettings", lambda *a: QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)
+    )
+    screen = qapp.primaryScreen()
+    monkeypatch.setattr(type(screen), "availableGeometry", lambda self: QRect(0, 0, 1280, 720))
+    assert app_main.run_gui([]) == 0
+    window = shown[0]
+    try:
+        assert (window.width(), window.height()) == (1280, 720)
+    finally:
+        window.runner.shutdown()
+        window.close()
