@@ -241,6 +241,61 @@ def run_sweep(rows: list[SweepRow], progress: Progress | None = None, **run_kw) 
     return rows
 
 
+def tune(
+    kernel: str,
+    M: int,
+    N: int,
+    K: int,
+    backend: str,
+    level: int,
+    progress: Progress | None = None,
+    max_rounds: int = 3,
+    **run_kw: Any,
+) -> tuple[SweepRow | None, list[SweepRow]]:
+    """A pruned search for the fastest configuration: coordinate descent from the default.
+
+    Each parameter in turn tries its allowed values (never a deliberately broken one) with the
+    others at the best so far; rounds repeat until a round improves nothing. It runs a few
+    configurations per parameter instead of their product. Returns the best row (None when
+    nothing ran) and every row it ran, in order.
+    """
+    spec = registry.get_kernel(kernel)
+    rows: dict[tuple[tuple[str, Any], ...], SweepRow] = {}
+
+    def evaluate(params: dict[str, Any]) -> SweepRow:
+        key = tuple(sorted(params.items()))
+        if key not in rows:
+            row = plan(spec.name, {n: [v] for n, v in params.items()}, M, N, K, backend, level)[0]
+            if progress:
+                progress(len(rows) + 1, 0, row, False)
+            run_row(row, **run_kw)
+            rows[key] = row
+            if progress:
+                progress(len(rows), 0, row, True)
+        return rows[key]
+
+    def faster(row: SweepRow, than: SweepRow | None) -> bool:
+        if row.status != OK or row.gflops is None:
+            return False
+        return than is None or than.gflops is None or row.gflops > than.gflops
+
+    current = spec.default_params()
+    start = evaluate(current)
+    top: SweepRow | None = start if start.status == OK else None
+    for _ in range(max_rounds):
+        improved = False
+        for param in spec.params:
+            for value in param.values:
+                if value in param.broken or value == current[param.name]:
+                    continue
+                row = evaluate({**current, param.name: value})
+                if faster(row, top):
+                    top, current, improved = row, dict(row.params), True
+        if not improved:
+            break
+    return top, list(rows.values())
+
+
 # -- reporting -----------------------------------------------------------------------------------
 def _num(value: float | None, spec: str, missing: str = "–") -> str:
     return missing if value is None else format(value, spec)

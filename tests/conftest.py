@@ -34,3 +34,9 @@ def unsearchable(tmp_path, monkeypatch):
         monkeypatch.setattr(os, "stat", stat)
     yield locked
     locked.chmod(0o700)
+
+
+@pytest.fixture(autouse=True)
+def no_tuned_defaults(tmp_path_factory, monkeypatch):
+    """Tests see the descriptions' defaults, whatever `matviz sweep --tune` kept on this machine."""
+    monkeypatch.setenv("MATVIZ_TUNED", str(tmp_path_factory.mktemp("tuned") / "tuned.json"))

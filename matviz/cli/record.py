@@ -76,6 +76,36 @@ def request_of(args) -> RunRequest:
     return request
 
 
+def _with_tuned(request: RunRequest, args, backend: str) -> RunRequest:
+    """Start from the configuration `matviz sweep --tune` kept for this GPU and size, under the
+    parameters the user gave."""
+    from dataclasses import replace
+
+    from matviz.backends.cuda_status import cuda_status
+    from matviz.core import tuned
+
+    if backend == "cuda":
+        device = cuda_status()[1]
+    else:
+        from matviz.backends.devices import DEFAULT_DEVICE, load_device
+
+        device = str(load_device(DEFAULT_DEVICE)["name"])
+    key = tuned.device_key(device, backend)
+    try:
+        best = tuned.best(request.kernel, request.M, request.N, request.K, key)
+    except MatvizError as exc:  # a broken tuned file must not stop a recording
+        common.note(f"{exc}; using the description's defaults")
+        return request
+    if best is None:
+        return request
+    given = params.given(args, registry.get_kernel(request.kernel))
+    labels = registry.get_kernel(request.kernel).labels(best)
+    common.note(f"starting from the configuration tuned for {key} at this size: {labels}")
+    request = replace(request, params={**best, **given})
+    request.check_probe(request.config())
+    return request
+
+
 def run(args) -> int:
     from matviz.backends import contract
     from matviz.core.summary import summary_lines
@@ -86,6 +116,7 @@ def run(args) -> int:
     request = request_of(args)
     backend, why = common.choose_backend(args.backend)
     common.note(why)
+    request = _with_tuned(request, args, backend)
     trace = contract.run(request.with_backend(backend))
     # Through a short temporary name, so any name the folder takes works (save_trace's own
     # temporary is longer than the name it is given).

@@ -25,7 +25,13 @@ def add_parser(sub) -> None:
     sw.add_argument(
         "--isolate", action="store_true", help="simulations too each in a worker process"
     )
-    sw.add_argument("-o", "--output", required=True, type=Path, help="FILE.csv")
+    sw.add_argument("-o", "--output", type=Path, help="FILE.csv (needed unless --tune)")
+    sw.add_argument(
+        "--tune", action="store_true",
+        help="search the kernel's parameters for the fastest configuration at this size (a "
+        "pruned search, not every combination) and keep it as the default `matviz record` "
+        "starts from on this GPU (the file: $MATVIZ_TUNED or ~/.config/matviz/tuned.json)",
+    )  # fmt: skip
     sw.add_argument("--plot", type=Path, help="FILE.png: a bar chart of GFLOP/s")
     params.add_options(sw, lists=True)  # last: a clash with the options above is caught
 
@@ -33,7 +39,12 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from matviz import sweep
     from matviz.core import registry
+    from matviz.errors import MatvizError
 
+    if args.tune:
+        return _tune(args)
+    if args.output is None:
+        raise MatvizError("sweep needs -o FILE.csv (or --tune)")
     common.check_output(args.output, ".csv")
     if args.plot is not None:
         common.check_output(args.plot, ".png", "plot")
@@ -62,3 +73,50 @@ def run(args) -> int:
             render_plot(rows, args.plot)
         print(f"saved      {args.plot}")
     return 0
+
+
+def _tune(args) -> int:
+    from matviz import sweep
+    from matviz.backends.cuda_status import cuda_status
+    from matviz.core import registry, tuned
+    from matviz.errors import MatvizError
+
+    kernel = registry.get_kernel(args.kernel)
+    if params.given(args, kernel):
+        raise MatvizError("--tune searches every parameter itself: give no parameter values")
+    if args.output is not None:
+        common.check_output(args.output, ".csv")
+    backend, why = common.choose_backend(args.backend)
+    common.note(why)
+    device = cuda_status()[1] if backend == "cuda" else _simulated_device()
+
+    def progress(i: int, _total: int, row, finished: bool) -> None:
+        if not finished:
+            print(f"[{i}] {row.label} ...", end=" ", file=sys.stderr, flush=True)
+        else:
+            print(sweep.result_text(row), file=sys.stderr, flush=True)
+
+    top, rows = sweep.tune(kernel.name, args.M, args.N, args.K, backend, args.level, progress,
+                           isolate=args.isolate)  # fmt: skip
+    print("\n".join(sweep.table_lines(rows)))
+    space = len(kernel.configurations())
+    ran = sum(r.status == sweep.OK for r in rows)
+    print(f"ran        {ran} of the {space} configurations ({backend}; {len(rows)} tried)")
+    if args.output is not None:
+        sweep.write_csv(rows, args.output)
+        print(f"saved      {args.output}")
+    if top is None:
+        raise MatvizError("no configuration ran: nothing to keep")
+    entry = tuned.Tuned(params=dict(top.params), gflops=float(top.gflops), backend=backend,
+                        evaluated=ran, space=space)  # fmt: skip
+    key = tuned.device_key(device, backend)
+    path = tuned.save(kernel.name, args.M, args.N, args.K, key, entry)
+    print(f"best       {top.label}: {top.gflops:,.1f} GFLOP/s on {key}")
+    print(f"saved      {path} (the default `matviz record` starts from at this size)")
+    return 0
+
+
+def _simulated_device() -> str:
+    from matviz.backends.devices import DEFAULT_DEVICE, load_device
+
+    return str(load_device(DEFAULT_DEVICE)["name"])

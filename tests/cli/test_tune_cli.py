@@ -1,0 +1,114 @@
+"""``matviz sweep --tune``: a pruned search whose best configuration ``matviz record`` starts
+from on the same GPU and size (issue 13, item 4)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from matviz import cli
+from matviz.core import tuned
+from matviz.core.registry import get_kernel
+from matviz.core.trace_io import load_trace
+
+SIZE = ("-M", "128", "-N", "128", "-K", "128")
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_tuning_keeps_the_fastest_configuration_it_ran(tmp_path, capsys):
+    csv = tmp_path / "tune.csv"
+    code, out, err = run(capsys, "sweep", "tiled", *SIZE, "--backend", "sim", "--tune", "-o", csv)
+    assert code == 0, err
+    lines = csv.read_text().splitlines()
+    rows = [dict(zip(lines[0].split(","), line.split(","), strict=True)) for line in lines[1:]]
+    ok = [r for r in rows if r["status"] == "ok"]
+    space = len(get_kernel("tiled").configurations())
+    assert 1 < len(ok) < space  # pruned: not every combination
+    assert f"ran        {len(ok)} of the {space} configurations (sim" in out
+    saved = tuned.load()
+    entry = saved.devices["NVIDIA H200 (simulated)"]["128x128x128"]["tiled"]
+    assert entry.gflops == pytest.approx(max(float(r["gflops"]) for r in ok), rel=1e-5)
+    assert entry.evaluated == len(ok) and entry.space == space and entry.backend == "sim"
+    assert all(r["drop_sync"] == "0" for r in rows)  # never a deliberately broken value
+
+
+def test_record_starts_from_the_tuned_configuration_under_the_users_options(tmp_path, capsys):
+    key = tuned.device_key("NVIDIA H200", "sim")
+    entry = tuned.Tuned(params={"tile": 8, "pad": 2, "drop_sync": 0}, gflops=1.0, backend="sim",
+                        evaluated=3, space=12)  # fmt: skip
+    tuned.save("tiled", 128, 128, 128, key, entry)
+    out = tmp_path / "a.mvz"
+    code, _, err = run(capsys, "record", "tiled", *SIZE, "--backend", "sim", "--level", 1,
+                       "-o", out)  # fmt: skip
+    assert code == 0 and "tuned for NVIDIA H200 (simulated)" in err
+    assert load_trace(out).params == {"tile": 8, "pad": 2, "drop_sync": 0}
+    code, _, _ = run(capsys, "record", "tiled", *SIZE, "--backend", "sim", "--level", 1,
+                     "--pad", 0, "-o", out)  # fmt: skip
+    assert code == 0 and load_trace(out).params == {"tile": 8, "pad": 0, "drop_sync": 0}
+    code, _, err = run(capsys, "record", "tiled", "-M", 256, "-N", 128, "-K", 128, "--backend",
+                       "sim", "--level", 1, "-o", out)  # fmt: skip
+    assert code == 0 and "tuned" not in err  # another size: the description's default
+    assert load_trace(out).params["tile"] == get_kernel("tiled").param("tile").default
+
+
+def test_a_simulated_tuning_never_stands_in_for_a_gpu():
+    entry = tuned.Tuned(params={"tile": 8}, gflops=1.0, backend="sim", evaluated=1, space=12)
+    tuned.save("tiled", 64, 64, 64, tuned.device_key("NVIDIA H200", "sim"), entry)
+    assert tuned.best("tiled", 64, 64, 64, "NVIDIA H200") is None
+    assert tuned.best("tiled", 64, 64, 64, "NVIDIA H200 (simulated)")["tile"] == 8
+
+
+def test_a_broken_or_no_longer_allowed_entry_is_not_used():
+    key = "NVIDIA H200 (simulated)"
+    for params in ({"tile": 16, "drop_sync": 1}, {"tile": 7}):
+        entry = tuned.Tuned(params=params, gflops=1.0, backend="sim", evaluated=1, space=12)
+        tuned.save("tiled", 64, 64, 64, key, entry)
+        assert tuned.best("tiled", 64, 64, 64, key) is None
+
+
+@pytest.mark.parametrize("content", ["{", '{"version": 2}', '{"devices": {"x": 5}}'])
+def test_a_corrupt_tuned_file_is_named_and_kept(tmp_path, capsys, content):
+    path = tuned.tuned_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+    out = tmp_path / "a.mvz"
+    code, _, err = run(capsys, "record", "tiled", *SIZE, "--backend", "sim", "--level", 1,
+                       "-o", out)  # fmt: skip
+    assert code == 0 and "unreadable" in err and str(path) in err  # a note; the run goes on
+    code, _, err = run(capsys, "sweep", "tiled", *SIZE, "--backend", "sim", "--tune")
+    assert code == 2 and len(err.strip().splitlines()) == 1 + err.count("[") and "unreadable" in err
+    assert path.read_text() == content  # not overwritten
+
+
+def test_a_fifo_as_tuned_file_is_not_read(tmp_path, capsys, monkeypatch):
+    fifo = tmp_path / "tuned.fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("MATVIZ_TUNED", str(fifo))
+    code, _, err = run(capsys, "record", "tiled", *SIZE, "--backend", "sim", "--level", 1,
+                       "-o", tmp_path / "a.mvz")  # fmt: skip
+    assert code == 0 and "not a regular file" in err
+
+
+def test_tune_takes_no_parameter_values(capsys):
+    code, _, err = run(capsys, "sweep", "tiled", *SIZE, "--backend", "sim", "--tune",
+                       "--tile", "8,16")  # fmt: skip
+    assert code == 2 and "give no parameter values" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_sweep_without_output_or_tune_is_one_line(capsys):
+    code, _, err = run(capsys, "sweep", "tiled", *SIZE, "--backend", "sim", "--tile", "8")
+    assert code == 2 and "-o FILE.csv" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_saved_file_is_plain_json_an_editor_can_read():
+    entry = tuned.Tuned(params={"tile": 32}, gflops=2.0, backend="cuda", evaluated=4, space=12)
+    path = tuned.save("tiled", 64, 64, 64, "NVIDIA H200", entry)
+    data = json.loads(path.read_text())
+    assert data["devices"]["NVIDIA H200"]["64x64x64"]["tiled"]["params"] == {"tile": 32}
