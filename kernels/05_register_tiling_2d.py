@@ -4,26 +4,19 @@ from matviz.core.kernel import (
     Constraint,
     GlobalAccess,
     Kernel,
-    KStep,
     Launch,
     Param,
-    Phase,
     SharedArray,
     Site,
-    Work,
     cdiv,
 )
+from matviz.core.registry import sibling
 
-FLOAT = 4
+one_d = sibling("04_register_tiling_1d")
 
 
 def threads(p):
     return p.BM * p.BN // (p.TM * p.TN)
-
-
-def issued(p, M, N, K):
-    """Each block column re-reads all of A, each block row all of B (guards included)."""
-    return (cdiv(N, p.BN) * M * K + cdiv(M, p.BM) * K * N) * FLOAT
 
 
 def _as_at(th, p):
@@ -141,19 +134,8 @@ KERNEL = Kernel(
             ),
         ),
     ),
-    kstep=KStep(
-        depth=lambda p: p.BK,
-        channels=(("issue", "loaded", "computed"),),
-        phases=(
-            Phase("load", "issue", "loaded", "loading", barrier="__syncthreads"),
-            Phase("compute", "loaded", "computed", "computing", barrier="__syncthreads"),
-        ),
-    ),
-    work=Work(
-        # a block loads BM*BK + BK*BN floats per k-step for BM*BN*BK FMAs
-        formula="mnk(1/BN + 1/BM) × 4 B",
-        formula_bytes=lambda p, M, N, K: M * N * K * (1 / p.BN + 1 / p.BM) * FLOAT,
-        issued_bytes=issued,
-    ),
+    # the same tiles as kernel 04 (BM x BK of A, BK x BN of B per k-step): its k-step and traffic
+    kstep=one_d.kstep,
+    work=one_d.work,
     registers=128,  # ptxas, level 0, default parameters
 )
