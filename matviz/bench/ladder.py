@@ -8,6 +8,7 @@ become a printed table, a markdown table (the README's, never typed by hand) and
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,26 +31,41 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def best_params(kernel: str, size: int, device: str, table: Path = BENCH_ALL) -> dict[str, Any]:
-    """The configuration of ``kernel`` that ran fastest in the measured benchmark of every
-    configuration (``table``) on this GPU at this size; the description's default where that
-    benchmark has no row for it."""
-    spec = get_kernel(kernel)
+@functools.lru_cache(maxsize=4)
+def _table_rows(table: Path) -> tuple[dict[str, Any], ...]:
     try:
         rows = json.loads(table.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        rows = []
-    found = [
-        r for r in rows
-        if isinstance(r, dict) and r.get("kernel") == spec.name and r.get("size") == size
-        and r.get("device", "NVIDIA H200") == device and isinstance(r.get("gflops"), (int, float))
-    ]  # fmt: skip
-    for row in sorted(found, key=lambda r: -r["gflops"]):
-        try:
-            return spec.resolve_params(row.get("params") or {})
-        except MatvizError:  # a row of a parameter value the description no longer allows
+        return ()
+    return tuple(r for r in rows if isinstance(r, dict)) if isinstance(rows, list) else ()
+
+
+def measured_configs(
+    kernel: str, size: int = 4096, device: str = "NVIDIA H200", table: Path = BENCH_ALL
+) -> list[tuple[dict[str, Any], float]]:
+    """(parameters, GFLOP/s) of every configuration of ``kernel`` the benchmark of every
+    configuration (``table``) measured on this GPU at this size, fastest first; a row benched
+    before a parameter was added holds it at its default, one whose values the description no
+    longer allows is left out."""
+    spec = get_kernel(kernel)
+    out = []
+    for row in _table_rows(table):
+        if (row.get("kernel"), row.get("size"), row.get("device", "NVIDIA H200")) != (
+            spec.name, size, device
+        ) or not isinstance(row.get("gflops"), (int, float)):
             continue
-    return spec.default_params()
+        try:
+            out.append((spec.resolve_params(row.get("params") or {}), float(row["gflops"])))
+        except MatvizError:
+            continue
+    return sorted(out, key=lambda item: -item[1])
+
+
+def best_params(kernel: str, size: int, device: str, table: Path = BENCH_ALL) -> dict[str, Any]:
+    """The configuration of ``kernel`` that ran fastest in the measured benchmark of every
+    configuration on this GPU at this size; the description's default where it has none."""
+    found = measured_configs(kernel, size, device, table)
+    return found[0][0] if found else get_kernel(kernel).default_params()
 
 
 def measure(kernel: str, params: dict[str, Any], size: int, repeats: int) -> dict[str, Any]:

@@ -81,16 +81,9 @@ def _with_tuned(request: RunRequest, args, backend: str) -> RunRequest:
     parameters the user gave."""
     from dataclasses import replace
 
-    from matviz.backends.cuda_status import cuda_status
     from matviz.core import tuned
 
-    if backend == "cuda":
-        device = cuda_status()[1]
-    else:
-        from matviz.backends.devices import DEFAULT_DEVICE, load_device
-
-        device = str(load_device(DEFAULT_DEVICE)["name"])
-    key = tuned.device_key(device, backend)
+    key = common.tuned_device(backend)
     try:
         best = tuned.best(request.kernel, request.M, request.N, request.K, key)
     except MatvizError as exc:  # a broken tuned file must not stop a recording

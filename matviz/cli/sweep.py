@@ -77,7 +77,6 @@ def run(args) -> int:
 
 def _tune(args) -> int:
     from matviz import sweep
-    from matviz.backends.cuda_status import cuda_status
     from matviz.core import registry, tuned
     from matviz.errors import MatvizError
 
@@ -88,7 +87,6 @@ def _tune(args) -> int:
         common.check_output(args.output, ".csv")
     backend, why = common.choose_backend(args.backend)
     common.note(why)
-    device = cuda_status()[1] if backend == "cuda" else _simulated_device()
 
     def progress(i: int, _total: int, row, finished: bool) -> None:
         if not finished:
@@ -109,14 +107,9 @@ def _tune(args) -> int:
         raise MatvizError("no configuration ran: nothing to keep")
     entry = tuned.Tuned(params=dict(top.params), gflops=float(top.gflops), backend=backend,
                         evaluated=ran, space=space)  # fmt: skip
-    key = tuned.device_key(device, backend)
+    key = common.tuned_device(backend)
     path = tuned.save(kernel.name, args.M, args.N, args.K, key, entry)
     print(f"best       {top.label}: {top.gflops:,.1f} GFLOP/s on {key}")
     print(f"saved      {path} (the default `matviz record` starts from at this size)")
     return 0
 
-
-def _simulated_device() -> str:
-    from matviz.backends.devices import DEFAULT_DEVICE, load_device
-
-    return str(load_device(DEFAULT_DEVICE)["name"])

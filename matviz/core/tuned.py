@@ -100,6 +100,8 @@ def save(
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise MatvizError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:  # a full disk or Ctrl-C halfway leaves the old file and no temporary
+        if tmp.exists():
+            tmp.unlink()
     return path

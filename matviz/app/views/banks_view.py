@@ -34,10 +34,6 @@ from matviz.app.views import palette
 from matviz.core import access, banks, sass_table, store_fills
 from matviz.core import instructions as ins
 from matviz.core.trace import PROBE_DTYPE
-from matviz.errors import MatvizError
-from matviz.paths import RESOURCE_DIR
-
-MEASURED_4096 = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"
 
 MAX_STACK = 32  # a 4-byte access can stack at most 32 words in one bank
 PAD = "pad"  # the parameter that adds padding columns to the shared arrays, where a kernel has it
@@ -45,24 +41,10 @@ PAD = "pad"  # the parameter that adds padding columns to the shared arrays, whe
 
 def measured_gflops(kernel: str, params: dict) -> float | None:
     """GFLOP/s the bundled H200 benchmark (4096³) measured for this configuration, if any."""
-    import json
+    from matviz.bench.ladder import measured_configs
 
-    try:
-        rows = json.loads(MEASURED_4096.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    from matviz.core.registry import get_kernel
-
-    for row in rows:
-        if row.get("kernel") != kernel or not isinstance(row.get("params"), dict):
-            continue
-        try:  # a row benched before a parameter was added holds it at its default
-            same = get_kernel(kernel).resolve_params(row["params"]) == params
-        except MatvizError:
-            continue
-        if same:
-            return float(row["gflops"])
-    return None
+    found = [g for p, g in measured_configs(kernel) if p == params]
+    return found[0] if found else None
 
 
 NOTE_MAX_HEIGHT = 120  # px: about six lines
