@@ -27,7 +27,8 @@ KERNEL = Kernel(
     sections="lesson 8 §6-17, §26-27; article §3-4",
     params=(
         Param("tile", (8, 16, 32), 16, "TILE", "T", "tile edge T: each block is T x T threads"),
-        Param("pad", (0, 1, 2, 4), 0, "PAD", "P", "extra shared-memory columns per tile row"),
+        Param("pad", (0, 1, 2, 4), 0, "PAD", "P", "extra shared-memory columns per tile row",
+              layout="pad"),
         Param("drop_sync", (0, 1, 2), 0, "DROP_SYNC", "no-sync",
               "deliberately broken: 1 leaves out barrier 1 (reads before the tile is "
               "loaded), 2 leaves out barrier 2 (the next tile overwrites one still read)",

@@ -62,6 +62,7 @@ struct MvTrace {
     , MvTrace { mv_blocks, mv_phases, mv_warps, mv_probe, mv_phase_every, mv_warp_every, \
                 mv_probe_block, mv_probe_warp, mv_probe_ktile }
 #define MV_TRACE_DECL , const MvTrace mv
+#define MV_TRACE_FORWARD , mv  // a body passing its trace on to a function it calls
 
 __device__ __forceinline__ unsigned long long mv_globaltimer() {
     unsigned long long t;
@@ -130,6 +131,7 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
 #define MV_TRACE_PARAMS
 #define MV_TRACE_ARGS
 #define MV_TRACE_DECL
+#define MV_TRACE_FORWARD
 #define MV_BLOCK_BEGIN()
 #define MV_BLOCK_END()
 #define MV_BLOCK_END_CALL()

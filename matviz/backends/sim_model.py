@@ -12,8 +12,10 @@ Everything a configuration contributes comes from its kernel description
   G = the A and B bytes the block stages per k-step (``staged_per_step``) at the SM's share of
   the copy bandwidth x ``bandwidth_scale`` (they mostly hit L2), S = its shared stores: bank
   wavefronts (``banks.wavefronts`` over every warp's ``access_records``) x
-  ``store_cycles_per_wavefront``, and the k loop = max(W, depth x ``k_step_latency_cycles``):
-  a block of few warps cannot hide the latency of its dependent shared-load -> FMA chain.
+  ``store_cycles_per_wavefront``, and the k loop = max(W, depth x (``k_step_latency_cycles`` +
+  the multiply-adds one thread does per k x ``thread_fma_issue_cycles``)): a block of few warps
+  cannot hide the latency of its dependent shared-load -> FMA chain, and a warp issues its
+  micro-tile's multiply-adds one after another (kernel 08: 128 a thread per k).
 * ``throughput_ns`` (X): SM time the block uses up when the SM is saturated: per k-step the
   smooth maximum (``overlap_sharpness``) of the shared-memory/FMA pipes, W + S, and the memory
   pipe, G. W is the larger of the step's FMAs (``fmas_per_step``) at the SM's FP32 rate and its
@@ -59,6 +61,7 @@ MODEL_DEFAULTS = {
     "sm_speed_spread": 0.0,
     "shared_tile_jitter": 0.0,
     "naive_alone_speedup": 1.0,
+    "thread_fma_issue_cycles": 0.0,
 }
 
 
@@ -111,15 +114,21 @@ def _site_costs(sites: _Sites, lds128_cost: float) -> dict[str, Any]:
             "bank_load_factor": 1.0,
             "load_widths": widths,
         }
-    waves = banks.wavefronts(rec["offsets"], FLOAT_BYTES).astype(float)
-    ideal = (rec["offsets"] >= 0).any(axis=1).astype(float)  # one wavefront per 4-byte access
     store, load = rec["kind"] == "store", rec["kind"] == "load"
     # rows follow config.program in every warp (the records' site field may be truncated)
     names = np.tile(np.array([name for name, _ in config.program], dtype=object), len(records))
+    # A load counts as the 4-byte loads it stands for (a float4 site as the four scalar loads
+    # ptxas would merge), each at its instruction's cost; a store at its own width's wavefronts.
+    waves = banks.wavefronts(rec["offsets"], FLOAT_BYTES).astype(float)
+    for width in np.unique(rec["width"][store]):
+        rows = store & (rec["width"] == width)
+        waves[rows] = banks.wavefronts(rec["offsets"][rows], int(width))
+    ideal = (rec["offsets"] >= 0).any(axis=1).astype(float)  # one wavefront per 4-byte access
     cost = np.ones(len(rec))
     for name, width in widths.items():
         site = config.site(name).site
-        cost[names == name] = lds128_cost ** (math.log2(width / site.width) / 2)
+        scalars = site.width // FLOAT_BYTES
+        cost[names == name] = scalars * lds128_cost ** (math.log2(width / FLOAT_BYTES) / 2)
     return {
         "load_wavefronts": float((waves * cost)[load].sum()),
         "store_wavefronts": int(waves[store].sum()),
@@ -204,7 +213,12 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     lds = costs["load_wavefronts"] / wavefronts_per_clk
     work = max(lds, config.fmas_per_step / fma_per_clk) / clk
     work += warps * m["tile_overhead_cycles"] / clk  # address math, LDG/STS, loop, per warp
-    k_loop = max(work, config.step_depth * constant(device, "k_step_latency_cycles") / clk)
+    # alone, a warp issues its own multiply-adds one after another: a thread's micro-tile of
+    # TM x TN sums costs TM x TN issue slots per k however idle the SM's other pipes are
+    lane_fmas = config.fmas_per_step / (config.step_depth * threads)
+    per_k = constant(device, "k_step_latency_cycles")
+    per_k += lane_fmas * constant(device, "thread_fma_issue_cycles")
+    k_loop = max(work, config.step_depth * per_k / clk)
     load = m["load_latency_ns"] + memory + store
     q = m["overlap_sharpness"]
     pipes = ((work + store) ** q + memory**q) ** (1 / q)

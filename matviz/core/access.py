@@ -2,7 +2,8 @@
 
 Each site of a description says which (row, col) of which shared array every lane touches; the
 arrays lie one after another in the kernel's shared struct (``KernelConfig.array_bases``), so
-a lane's byte offset is the array's base + (row x stride + col) x element size. A GPU test
+a lane's byte offset is the array's base + (row x stride + col) x element size, with col
+swizzled where the array is (``SharedArray.stored_col``). A GPU test
 (``tests/gpu``) proves these offsets equal to the addresses the level-3 probe records on
 hardware, for every registered kernel.
 """
@@ -42,6 +43,7 @@ def lane_offsets(
     rs = config.site(site)
     arr = config.array(rs.site.array)
     row, col, mask = evaluate(config, rs.site.at, warp, block, t, k)
+    col = arr.stored_col(row, col)
     offset = config.array_bases[arr.name] + (row * arr.stride + col) * arr.elem_bytes
     return np.where(mask, offset, -1).astype(np.int32)
 

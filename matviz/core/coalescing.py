@@ -33,6 +33,7 @@ class Request:
     matrix: str
     k: int
     addresses: np.ndarray
+    width: int = ELEMENT_BYTES  # bytes per lane
 
     @property
     def active(self) -> np.ndarray:
@@ -41,16 +42,21 @@ class Request:
     @property
     def sectors(self) -> np.ndarray:
         """The distinct 32-byte sectors, as sector numbers from the matrix's start."""
-        return np.unique(self.addresses[self.active] // SECTOR_BYTES)
+        return np.unique(self._bytes() // SECTOR_BYTES)
 
     @property
     def lines(self) -> np.ndarray:
-        return np.unique(self.addresses[self.active] // LINE_BYTES)
+        return np.unique(self._bytes() // LINE_BYTES)
+
+    def _bytes(self) -> np.ndarray:
+        """Every 4-byte word the active lanes touch (a vector access touches width / 4)."""
+        first = self.addresses[self.active]
+        return (first[:, None] + np.arange(0, self.width, ELEMENT_BYTES)).ravel()
 
     @property
     def ideal_sectors(self) -> int:
         """Sectors the distinct bytes would need if they lay side by side and aligned."""
-        distinct = np.unique(self.addresses[self.active]).size * ELEMENT_BYTES
+        distinct = np.unique(self._bytes()).size * ELEMENT_BYTES
         return -(-distinct // SECTOR_BYTES)
 
     @property
@@ -87,7 +93,7 @@ def warp_requests(
     for access, repeat in config.global_accesses:
         for k in range(repeat):
             where = addresses(config, access, warp, block, t, k)
-            out.append(Request(access.name, access.kind, access.matrix, k, where))
+            out.append(Request(access.name, access.kind, access.matrix, k, where, access.width))
     return out
 
 

@@ -9,6 +9,7 @@ whether or not this matviz knows its kernel.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -34,6 +35,7 @@ from matviz.core.kernel import (
     Phase,
     SharedArray,
     Site,
+    Where,
     cdiv,
     value_of,
 )
@@ -281,8 +283,13 @@ class KernelConfig:
         for rs in self.sites:
             if rs.site.kind == "store" and rs.site.source is not None:
                 matrix = self.array(rs.site.array).source
-                access = GlobalAccess(f"ld_{matrix} → {rs.name}", "load", matrix, rs.site.source)
-                out.append((access, rs.repeat))
+                # one load feeds `group` consecutive store instances (a float4 stored as 4)
+                group = rs.site.loaded_width // rs.site.width
+                source = rs.site.source
+                at = source if group == 1 else _every(source, group)
+                name = f"ld_{matrix} → {rs.name}"
+                access = GlobalAccess(name, "load", matrix, at, width=rs.site.loaded_width)
+                out.append((access, rs.repeat // group))
         out += [(g, value_of(g.repeat, self.p)) for g in self.kernel.global_accesses]
         return tuple(out)
 
@@ -422,6 +429,7 @@ class KernelConfig:
                     "label": p.label,
                     "define": p.define,
                     "broken": list(p.broken),
+                    "layout": p.layout,
                 }
                 for p in k.params
             ],  # fmt: skip
@@ -440,6 +448,7 @@ class KernelConfig:
                     "dtype": a.dtype,
                     "source": a.source,
                     "base": self.array_bases[a.name],
+                    "swizzle": a.swizzle_text,
                 }
                 for a in self.shared
             ],  # fmt: skip
@@ -463,3 +472,8 @@ class KernelConfig:
                 "issued_bytes": self.issued_bytes,
             },
         }
+
+
+def _every(source: Where, group: int) -> Where:
+    """``source`` at instance k x ``group``: the first of the stores one global load feeds."""
+    return lambda lanes, p: source(dataclasses.replace(lanes, k=lanes.k * group), p)

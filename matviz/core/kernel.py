@@ -103,8 +103,13 @@ class Param:
     # values that break the kernel on purpose, to teach what goes wrong (a missing barrier):
     # their results are expected to be wrong, and benches and sweeps leave them out
     broken: tuple[ParamValue, ...] = ()
+    # what a shared-memory layout parameter does, for views that compare layouts: "pad"
+    # (columns added to each row) or "swizzle" (an XOR swizzle on or off); 0 is the plain layout
+    layout: str = ""
 
     def __post_init__(self) -> None:
+        if self.layout not in ("", "pad", "swizzle") or (self.layout and 0 not in self.values):
+            raise ValueError(f"parameter {self.name}: layout must be pad or swizzle, 0 allowed")
         if self.default not in self.values:
             raise ValueError(f"parameter {self.name}: default {self.default} is not allowed")
         if self.default in self.broken or not set(self.broken) <= set(self.values):
@@ -136,7 +141,13 @@ class Launch:
 
 @dataclass(frozen=True)
 class SharedArray:
-    """A ``__shared__`` array ``name[rows][cols + pad]`` staging part of global ``source``."""
+    """A ``__shared__`` array ``name[rows][cols + pad]`` staging part of global ``source``.
+
+    ``swizzle`` (an XOR swizzle): element (row, col) is stored at column ``col ^ swizzle(row)``
+    of its row. The mask depends on the row only, so applying it twice gives the element back,
+    and it must leave a vector access's columns together (a multiple of its width in elements).
+    ``swizzle_text`` says it in the kernel's own terms, for the views.
+    """
 
     name: str
     rows: int
@@ -146,6 +157,15 @@ class SharedArray:
     dtype: str = "float32"
     source: str = ""  # "A" or "B": the global matrix it stages
     align: int = 4  # byte alignment of its start inside the shared struct
+    swizzle: Callable[[np.ndarray], np.ndarray] | None = field(default=None, compare=False)
+    swizzle_text: str = ""
+
+    def stored_col(self, row: Any, col: Any) -> Any:
+        """The column that holds element (row, col): ``col`` unless the array is swizzled. The
+        same call maps a stored column back to the element's (the XOR is its own inverse)."""
+        if self.swizzle is None:
+            return col
+        return np.bitwise_xor(col, self.swizzle(np.asarray(row)))
 
     @property
     def stride(self) -> int:
@@ -200,10 +220,22 @@ class Site:
     width: int = 4  # bytes per lane
     repeat: IntOf = 1
     source: Where | None = None
+    # bytes per lane of the global load that feeds a store with ``source`` (0: ``width``): a
+    # float4 load stored as 4 scalars (a transpose) is 16, feeding 4 consecutive instances
+    global_width: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in ("load", "store"):
             raise ValueError(f"site {self.name}: kind must be load or store")
+        if self.global_width and (self.source is None or self.global_width % self.width):
+            raise ValueError(
+                f"site {self.name}: global_width needs a source and a multiple of the width"
+            )
+
+    @property
+    def loaded_width(self) -> int:
+        """Bytes per lane of the global load feeding this store."""
+        return self.global_width or self.width
 
 
 @dataclass(frozen=True)
@@ -218,6 +250,7 @@ class GlobalAccess:
     matrix: str  # "A", "B" or "C"
     at: Where
     repeat: IntOf = 1
+    width: int = 4  # bytes per lane (16: a float4)
 
     def __post_init__(self) -> None:
         if self.kind not in ("load", "store"):

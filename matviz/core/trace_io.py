@@ -15,6 +15,7 @@ against what the manifest implies before anything of that size is allocated.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -315,7 +316,28 @@ def _read_manifest(zf: zipfile.ZipFile) -> tuple[dict[str, Any], int]:
         manifest = _migrate_v1(manifest)
     elif schema != SCHEMA_VERSION:
         raise _BadFile(f"unknown schema_version {schema} (this matviz reads 1 to {SCHEMA_VERSION})")
-    return _with_correctness(manifest), version
+    return _with_layouts(_with_correctness(manifest)), version
+
+
+def _with_layouts(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Descriptions written before shared layouts were described get them: no swizzle (no
+    kernel had one), and each parameter's layout role as the kernel's description gives it."""
+    description = manifest.get("description")
+    if not isinstance(description, dict):
+        return manifest  # the schema check names what is wrong
+    params, shared = description.get("params"), description.get("shared")
+    roles = {}
+    with contextlib.suppress(MatvizError):
+        roles = {p.name: p.layout for p in get_kernel(str(description.get("name"))).params}
+    if isinstance(params, list):
+        for p in params:
+            if isinstance(p, dict):
+                p.setdefault("layout", roles.get(str(p.get("name")), ""))
+    if isinstance(shared, list):
+        for a in shared:
+            if isinstance(a, dict):
+                a.setdefault("swizzle", "")
+    return manifest
 
 
 def _with_correctness(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,14 @@ from matviz.backends.contract import RunRequest, run
 
 @cache
 def small():
-    return run(RunRequest("tiled", 64, 96, 80, params={"tile": 16, "pad": 0}, level=3))
+    """A small run whose end the dialog's 0.1 µs field rounds down (3,810 ns reads 3.8 µs): the
+    first seed that gives one, so the simulator's constants may change."""
+    for seed in range(1, 50):
+        trace = run(RunRequest("tiled", 64, 96, 80, params={"tile": 16, "pad": 0}, level=3,
+                               seed=seed))  # fmt: skip
+        if 10 <= trace.duration_ns % 100 < 50:
+            return trace
+    raise AssertionError("no seed gives a run whose end rounds down")
 
 
 @pytest.fixture
@@ -57,7 +64,7 @@ def test_the_last_frame_is_the_kernels_end_not_the_rounded_field(
     from matviz.core.timeline import BlockState, Timeline
 
     trace = small()
-    # The "To" field shows 0.1 µs: 3,340 ns reads 3.3 µs, when a block is still running.
+    # The "To" field shows 0.1 µs: it reads less than the end, when a block is still running.
     assert dialog.t1.value() * 1000 < trace.duration_ns
     assert (Timeline(trace).states(dialog.t1.value() * 1000) != BlockState.DONE).any()
     assert dialog.options().t1_us is None  # the field at its end means the kernel's end

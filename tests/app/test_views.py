@@ -24,7 +24,7 @@ from matviz.app.views.sm_lanes import BINS, SmLanesView
 from matviz.app.views.throughput_view import ThroughputView, peak_gflops
 from matviz.app.views.tiles_view import TilesView
 from matviz.backends.contract import RunRequest, run
-from matviz.core import registry
+from matviz.core import c_tile, registry
 from matviz.core.kernel import SharedArray
 from matviz.core.runs import RunPoint
 from matviz.core.timeline import BlockState
@@ -812,3 +812,65 @@ def test_plot_labels_are_translated(qtbot, views, session):
             words -= {"GFLOP", "FLOP", "blockIdx", "cuBLAS", "SGEMM", "tiled"}
             if words:  # English words: the Chinese label says them in Chinese
                 assert cjk.search(after), (cls.__name__, before, after)
+
+
+def test_banks_explains_what_the_swizzle_changes(views, session):
+    """Kernel 06's transposed stores: the swizzle spreads a 2-way conflict over 32 banks, and
+    the view names an element by its own column and the column it is stored at."""
+    session.set_trace(simulate("vectorized", 256, 256, 256, BM=64, BN=64, BK=8, TN=4,
+                               pad=0, swizzle=1))  # fmt: skip
+    banks = views[BanksView]
+    note = banks.note.text()
+    assert "What the swizzle (P0 X1) changes against P0 X0" in note
+    assert "As[k][m] → As[k][m ^ ((k/4) mod 2)·16]" in note
+    assert "st_As: 2-way → 1-way, 8 → 4 wavefronts" in note
+    config = session.trace.config
+    row4 = config.array_bases["As"] + 4 * config.array("As").stride * 4  # As[4][0]'s row start
+    assert banks.word_name(row4 // 4) == "As[4][16] at column 0"  # row 4: columns ^ 16
+    assert banks.word_name(row4 // 4 + 16) == "As[4][0] at column 16"
+    assert banks.word_name(config.array_bases["As"] // 4 + 3) == "As[0][3]"  # row 0: unmoved
+
+
+def test_banks_plain_layout_is_compared_with_the_first_other_one(views, session):
+    session.set_trace(simulate("vectorized", 256, 256, 256, BM=64, BN=64, BK=16, TN=4,
+                               pad=0, swizzle=0))  # fmt: skip
+    note = views[BanksView].note.text()
+    assert "What PAD 4 changes against PAD 0" in note and "st_As: 4-way → 2-way" in note
+
+
+@pytest.mark.parametrize(("kernel", "params", "per_thread", "warp_tile"), [
+    ("tiled", {"tile": 16}, (1, 1), (2, 16)),
+    ("register_tiling_1d", {"BM": 64, "BN": 64, "BK": 8, "TM": 8}, (8, 1), (8, 32)),
+    ("register_tiling_2d", {"BM": 64, "BN": 64, "BK": 16, "TM": 8, "TN": 4}, (8, 4), (16, 64)),
+    ("vectorized", {}, (8, 8), (16, 128)),
+    ("warp_tiling", {"WNITER": 1}, (8, 4), (64, 64)),
+])  # fmt: skip
+def test_tiles_show_each_threads_micro_tile_and_each_warps_tile(
+    views, session, kernel, params, per_thread, warp_tile
+):
+    trace = simulate(kernel, 256, 256, 64, **params)
+    session.set_trace(trace)
+    tiles = views[TilesView]
+    rows, cols = trace.config.launch.c_tile
+    image = tiles.images["tile"].image
+    assert image.shape == (rows, cols)
+    pieces = len(c_tile.pieces(tiles.owner, 0))
+    assert (image == 3).sum() == pieces * per_thread[0] * per_thread[1]  # thread 0's elements
+    assert f"{per_thread[0]}×{per_thread[1]} per thread" in tiles.panels["tile"].titleLabel.text
+    assert (pieces > 1) == (f"{pieces} × " in tiles.panels["tile"].titleLabel.text)
+    # a click on an element of the tile selects the thread that computes it
+    r, c = rows - 1, cols - 1
+    vb = tiles.panels["tile"].getViewBox()
+    scene = vb.mapViewToScene(QPointF(c + 0.5, r + 0.5))
+
+    class Click:
+        def scenePos(self):
+            return scene
+
+    tiles._on_click(Click())
+    assert tiles.thread == trace.config.threads - 1  # the last thread computes the last element
+    assert (tiles.images["tile"].image == 3)[r, c]
+    assert "warp" in tiles.describe_tile(r, c) and f"lane {(trace.config.threads - 1) % 32}" in (
+        tiles.describe_tile(r, c)
+    )
+    assert {box[2:] for box in c_tile.warp_tiles(tiles.owner).values()} == {warp_tile}

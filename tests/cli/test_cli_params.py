@@ -19,7 +19,7 @@ from matviz.core import registry
 from matviz.core.kernel import Param
 
 SMALL = ["-M", "64", "-N", "64", "-K", "64"]
-SWIZZLE = Param("swizzle", (0, 1, 3), 0, "SWIZZLE", "S", "xor-swizzle the tile's columns (10%)")
+ROTATE = Param("rotate", (0, 1, 3), 0, "ROTATE", "R", "rotate the tile's columns (10%)")
 PACKAGE = Path(matviz.__file__).resolve().parent
 
 
@@ -34,7 +34,7 @@ def fake(monkeypatch):
     """A registered kernel with one parameter more than the kernel it copies."""
     real = registry.kernels()
     base = next(k for k in real.values() if len(k.params) >= 2)
-    kernel = dataclasses.replace(base, name="swizzled", number=99, params=(*base.params, SWIZZLE))
+    kernel = dataclasses.replace(base, name="rotated", number=99, params=(*base.params, ROTATE))
     monkeypatch.setattr(registry, "kernels", lambda: {**real, kernel.name: kernel})
     return base, kernel
 
@@ -65,43 +65,43 @@ def test_a_new_parameter_is_a_record_option(fake, capsys, fake_runs, tmp_path):
     base, kernel = fake
     code, out, _ = run(capsys, "record", "--help")
     assert code == 0
-    assert "--swizzle S" in out and "xor-swizzle the tile's columns (10%)" in out
-    assert "swizzled: 0|1|3, default 0" in " ".join(out.split())
-    code, _, err = run(capsys, "record", "swizzled", "--swizzle", "2", "-o", tmp_path / "a.mvz")
-    assert code == 2 and "swizzle=2 is not allowed for kernel swizzled" in err
-    code, _, err = run(capsys, "record", base.name, "--swizzle", "1", "-o", tmp_path / "a.mvz")
-    assert code == 2 and "has no parameter 'swizzle'" in err
+    assert "--rotate R" in out and "rotate the tile's columns (10%)" in out
+    assert "rotated: 0|1|3, default 0" in " ".join(out.split())
+    code, _, err = run(capsys, "record", "rotated", "--rotate", "2", "-o", tmp_path / "a.mvz")
+    assert code == 2 and "rotate=2 is not allowed for kernel rotated" in err
+    code, _, err = run(capsys, "record", base.name, "--rotate", "1", "-o", tmp_path / "a.mvz")
+    assert code == 2 and "has no parameter 'rotate'" in err
     code, _, _ = run(
-        capsys, "record", "swizzled", "--swizzle", "3", *SMALL, "--backend", "sim",
+        capsys, "record", "rotated", "--rotate", "3", *SMALL, "--backend", "sim",
         "-o", tmp_path / "a.mvz",
     )  # fmt: skip
-    assert code == 0 and fake_runs[-1].params == {**kernel.default_params(), "swizzle": 3}
+    assert code == 0 and fake_runs[-1].params == {**kernel.default_params(), "rotate": 3}
 
 
 def test_a_new_parameter_is_a_sweep_axis_and_a_csv_column(fake, capsys, fake_runs, tmp_path):
     base, kernel = fake
     first = base.params[0]
     out = tmp_path / "s.csv"
-    argv = ["sweep", "swizzled", first.option, first.values[0], "--swizzle", "0,1,3", *SMALL]
+    argv = ["sweep", "rotated", first.option, first.values[0], "--rotate", "0,1,3", *SMALL]
     code, stdout, stderr = run(capsys, *argv, "--backend", "sim", "-o", out)
     assert code == 0, stderr
-    assert [r.params["swizzle"] for r in fake_runs] == [0, 1, 3]
+    assert [r.params["rotate"] for r in fake_runs] == [0, 1, 3]
     assert all(r.params[first.name] == first.values[0] for r in fake_runs)
     with open(out, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     header = list(rows[0])
     assert header == list(sweep.csv_columns(kernel))
     assert header[2 : 2 + len(kernel.params)] == [p.name for p in kernel.params]
-    assert [r["swizzle"] for r in rows] == ["0", "1", "3"]
-    label = f"swizzled {first.short(first.values[0])} S1"
+    assert [r["rotate"] for r in rows] == ["0", "1", "3"]
+    label = f"rotated {first.short(first.values[0])} R1"
     assert rows[1]["config"] == label and f"[2/3] {label} ..." in stderr
     # the kernel it copies lacks the parameter: a row that says so, not a failed sweep
-    code, stdout, _ = run(capsys, "sweep", base.name, "--swizzle", "1", *SMALL, "-o", out)
+    code, stdout, _ = run(capsys, "sweep", base.name, "--rotate", "1", *SMALL, "-o", out)
     assert code == 0 and "ran        0 of 1 configurations" in stdout
     with open(out, newline="", encoding="utf-8") as fh:
         (row,) = csv.DictReader(fh)
-    assert row["status"] == "unsupported" and "has no parameter 'swizzle'" in row["reason"]
-    assert row["config"] == f"{base.name} S1" and "swizzle" not in row
+    assert row["status"] == "unsupported" and "has no parameter 'rotate'" in row["reason"]
+    assert row["config"] == f"{base.name} R1" and "rotate" not in row
 
 
 def test_a_parameter_named_like_a_command_option_is_a_clear_developer_error(monkeypatch):

@@ -235,3 +235,27 @@ def test_register_tiling_reads_one_bs_word_per_k_and_broadcasts_as() -> None:
     a = access.lane_offsets(config, "ld_As", 3, k=5 * 8 + 2)  # k-step depth 5, row r = 2
     assert set(a.tolist()) == {((8 + 2) * 8 + 5) * 4}
     assert config.program[2:4] == (("ld_Bs", 0), ("ld_As", 0))  # b first, then TM As reads
+
+
+def test_a_swizzled_array_stores_each_element_at_its_xor_column():
+    """Kernel 06's As: element (k, m) lies at column m ^ mask(k); the XOR undoes itself, keeps
+    a float4's four columns together, and spreads a transposed store over all 32 banks."""
+    kernel = kernels()["vectorized"]
+    masks = {8: [0] * 4 + [16] * 4, 16: [0] * 4 + [8] * 4 + [16] * 4 + [24] * 4}
+    for bk, mask in masks.items():
+        config = kernel.configure({"BM": 64, "BN": 64, "BK": bk, "TN": 4, "pad": 0, "swizzle": 1},
+                                  256, 256, 64)  # fmt: skip
+        arr = config.array("As")
+        k = np.arange(bk)
+        assert (arr.stored_col(k, np.zeros(bk, int)) == mask).all()
+        m = np.arange(arr.cols)
+        for row in range(bk):
+            stored = arr.stored_col(row, m)
+            assert sorted(stored) == list(m) and (arr.stored_col(row, stored) == m).all()
+            assert (stored[::4] % 4 == 0).all() and (np.diff(stored.reshape(-1, 4)) == 1).all()
+        degrees = {}
+        for swizzle in (0, 1):
+            plain = kernel.configure({**config.params, "swizzle": swizzle}, 256, 256, 64)
+            offsets = access.lane_offsets(plain, "st_As", 0, 0)
+            degrees[swizzle] = int(banks.conflict_degree(offsets, 4))
+        assert degrees == {0: bk // 4, 1: 1}

@@ -438,7 +438,7 @@ def test_bundled_recordings_carry_ncu_measurements(path):
     assert measured is not None
     assert measured["tool"].startswith("ncu --clock-control none")
     assert 8_000_000 < measured["dram_read_bytes"] < 8_500_000  # about A + B = 8.39 MB
-    assert measured["dram_write_bytes"] == 0  # C stays in L2 at 1024^3
+    assert measured["dram_write_bytes"] < 4096  # C (4 MB) stays in L2 at 1024^3, 1.5 kB at most
     # L1 counts the distinct 32-byte sectors of each warp's request: the tiled kernels' lanes
     # copy distinct elements (all requested bytes), the naive kernel's lanes share A's element
     # and, across the warp's two rows, B's sectors (fewer bytes than requested)
@@ -447,7 +447,10 @@ def test_bundled_recordings_carry_ncu_measurements(path):
         assert measured["l1_global_load_bytes"] == requested
     else:
         assert measured["l1_global_load_bytes"] < requested
-    assert measured["dram_read_bytes"] < measured["l2_bytes"] <= measured["l1_global_load_bytes"]
+    # L2 sees the loads L1 missed and every store of C (4 MB at 1024^3)
+    c_bytes = trace.shape[0] * trace.shape[1] * 4
+    assert measured["dram_read_bytes"] < measured["l2_bytes"]
+    assert measured["l2_bytes"] <= measured["l1_global_load_bytes"] + c_bytes
     bench = (TRACE_DIR.parent / "bench" / "h200_ncu_1024.txt").read_text()
     assert f"{measured['l2_bytes']:,}" in bench and f"{measured['dram_read_bytes']:,}" in bench
     facts = trace_facts(trace)

@@ -192,9 +192,10 @@ def test_level2_reads_clock64_per_tile(builds, name: str) -> None:
         reads1 = len(re.findall(r"mov\.u64\s+%rd\d+, %clock64;", level1))
         reads2 = len(re.findall(r"mov\.u64\s+%rd\d+, %clock64;", level2))
         # Level 1: block start and end. Level 2 adds, in the stamped copy of the body, two marks
-        # in the (not unrolled) k loop and one after it.
+        # in the (not unrolled) k loop and one after it; a kernel with a copy of its body per
+        # case (06: rows aligned for float4 or not) has one stamped copy per case.
         assert reads1 == 2, params
-        assert reads2 == reads1 + 3, (params, reads2)  # none in the plain copy
+        assert reads2 > reads1 and (reads2 - reads1) % 3 == 0, (params, reads2)
 
 
 @needs_nvcc

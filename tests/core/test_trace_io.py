@@ -249,8 +249,17 @@ def test_old_recordings_load_and_survive_a_round_trip(path, tmp_path):
     if stored_manifest["schema_version"] == 1:  # written before kernel descriptions: migrated
         assert "description" not in stored_manifest
         assert described == trace.config.describe()
-    else:  # the description as recorded, whatever the registry says today
-        assert described == stored_manifest["description"]
+    else:  # the description as recorded, whatever the registry says today, with the layout
+        # keys of later descriptions added (a parameter's layout role, an array's swizzle)
+        stored = stored_manifest["description"]
+        added = {"params": "layout", "shared": "swizzle"}
+        assert {k: v for k, v in described.items() if k not in added} == {
+            k: v for k, v in stored.items() if k not in added
+        }
+        for section, key in added.items():
+            for now, then in zip(described[section], stored[section], strict=True):
+                assert {k: v for k, v in now.items() if k != key or key in then} == then
+                assert key in now
     assert described["launch"]["grid"] == list(trace.grid)
     save_trace(trace, tmp_path / "again.mvz")
     again = load_trace(tmp_path / "again.mvz")
@@ -298,3 +307,10 @@ def test_unserialisable_manifest_keeps_existing_file(tmp_path, make_trace):
     with pytest.raises(MatvizError, match="cannot write trace to"):
         save_trace(bad, path)
     assert path.read_bytes() == before
+
+
+def test_an_old_description_gets_each_parameters_layout_role():
+    trace = load_trace(TRACE_DIR / "tiled_t32_p0_1024.mvz")
+    roles = {p["name"]: p["layout"] for p in trace.manifest["description"]["params"]}
+    assert roles == {"tile": "", "pad": "pad", "drop_sync": ""}
+    assert all(a["swizzle"] == "" for a in trace.manifest["description"]["shared"])

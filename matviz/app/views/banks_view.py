@@ -34,9 +34,9 @@ from matviz.app.views import palette
 from matviz.core import access, banks, sass_table, store_fills
 from matviz.core import instructions as ins
 from matviz.core.trace import PROBE_DTYPE
+from matviz.errors import MatvizError
 
 MAX_STACK = 32  # a 4-byte access can stack at most 32 words in one bank
-PAD = "pad"  # the parameter that adds padding columns to the shared arrays, where a kernel has it
 
 
 def measured_gflops(kernel: str, params: dict) -> float | None:
@@ -275,12 +275,8 @@ class BanksView(Retranslating, QWidget):
         out at ``array_bases``) a 4-byte word starts; 'word 7' outside every array."""
         config = self.session.trace.config
         byte = word * banks.BANK_BYTES
-        for arr in config.shared:
-            local = byte - config.array_bases[arr.name]
-            if 0 <= local < arr.nbytes:
-                index = local // arr.elem_bytes
-                return f"{arr.name}[{index // arr.stride}][{index % arr.stride}]"
-        return f"word {word}"
+        name = cell_name(config, byte)
+        return name if name is not None else f"word {word}"
 
     def describe(self, bank: int, level: int) -> str:
         word, lanes = self.cells[(bank, level)]
@@ -352,42 +348,49 @@ class BanksView(Retranslating, QWidget):
     # -- padding: what it changes, derived from the model ------------------------------------
     @staticmethod
     def element_name(config, byte: int) -> str:
-        for arr in config.shared:
-            local = byte - config.array_bases[arr.name]
-            if 0 <= local < arr.nbytes:
-                index = local // arr.elem_bytes
-                return f"{arr.name}[{index // arr.stride}][{index % arr.stride}]"
-        return f"byte {byte}"
+        name = cell_name(config, byte)
+        return name if name is not None else f"byte {byte}"
 
     def padding_text(self) -> str:
-        """What padding changes for this warp and k-tile: the trace's configuration against the
-        same kernel at PAD 0 (at PAD 0: against PAD 1), site by site, from the access model."""
+        """What the trace's shared layout (its description's layout parameters: padding, a
+        swizzle) changes for this warp and k-tile against the plain layout (with the plain
+        layout: against the first other one the kernel allows), site by site, from the model."""
         from matviz.core.registry import get_kernel
 
         trace = self.session.trace
-        params = dict(trace.params)
-        if PAD not in params or self.key is None:
+        if self.key is None:
             return ""
         kernel = get_kernel(trace.kernel)
-        values = [int(v) for v in kernel.param(PAD).values if int(v) != 0]
-        pad = int(params[PAD])
-        padded = pad if pad else (1 if 1 in values else (values[0] if values else 0))
-        if not padded:
+        pair = layout_pair(kernel, dict(trace.params))
+        if pair is None:
             return ""
-        base_params, padded_params = {**params, PAD: 0}, {**params, PAD: padded}
+        base_params, padded_params = pair
         try:
             before = kernel.configure(base_params, *trace.shape, check=False)
             after = kernel.configure(padded_params, *trace.shape, check=False)
         except Exception:  # noqa: BLE001 - a configuration the description refuses: say nothing
             return ""
+        swizzled = any(p.layout == "swizzle" and padded_params[p.name] for p in kernel.params)
+        padded = next(
+            (padded_params[p.name] for p in kernel.params if p.layout == "pad"), 0
+        )
         block, warp, ktile = self.key
         b = trace.blocks[block]
-        cache_key = (id(trace), padded, self.key)
+        cache_key = (id(trace), tuple(padded_params.items()), self.key)
         if self._changes[0] != cache_key:  # playback redraws texts often: compare once per key
             where = (int(b["bx"]), int(b["by"]))
             self._changes = (cache_key, ins.compare(before, after, warp, where, ktile))
         changes = self._changes[1]
-        lines = [tr("What PAD {p} changes against PAD 0 (this warp, per k-tile):").format(p=padded)]
+        if swizzled:
+            lines = [
+                tr("What the swizzle ({after}) changes against {before} (this warp, per k-tile):")
+                .format(after=layout_label(kernel, padded_params),
+                        before=layout_label(kernel, base_params))
+            ] + [arr.swizzle_text for arr in after.shared if arr.swizzle_text]  # fmt: skip
+        else:
+            lines = [
+                tr("What PAD {p} changes against PAD 0 (this warp, per k-tile):").format(p=padded)
+            ]
         for ch in changes:
             if not ch.changed:
                 continue
@@ -422,11 +425,18 @@ class BanksView(Retranslating, QWidget):
             if ch.pair is not None:
                 pair = ch.pair
                 words = abs(pair.bytes[1] - pair.bytes[0]) // banks.BANK_BYTES
-                cause = (
-                    tr("Padding itself causes this conflict:")
-                    if new.degree > old.degree
-                    else tr("Padding leaves a conflict:")
-                )
+                if swizzled:
+                    cause = (
+                        tr("The swizzle itself causes this conflict:")
+                        if new.degree > old.degree
+                        else tr("The swizzle leaves a conflict:")
+                    )
+                else:
+                    cause = (
+                        tr("Padding itself causes this conflict:")
+                        if new.degree > old.degree
+                        else tr("Padding leaves a conflict:")
+                    )
                 parts.append(
                     cause
                     + " "
@@ -613,3 +623,45 @@ class BanksView(Retranslating, QWidget):
             item.setLabel("bottom", tr("shared-memory bank (4-byte words, word index mod 32)"))
             item.setLabel("left", tr("distinct words in the bank (passes)"))
             self._update_texts()
+
+
+def layout_pair(kernel, params: dict) -> tuple[dict, dict] | None:
+    """(plain, laid out): ``params`` with every layout parameter at 0, and ``params`` itself;
+    with a plain layout, the first other layout the kernel allows (PAD 1 before PAD 2).
+    None where the kernel has no layout parameter or no other layout is allowed."""
+    layout = [p for p in kernel.params if p.layout and p.name in params]
+    if not layout:
+        return None
+    plain = {**params, **{p.name: 0 for p in layout}}
+    if any(params[p.name] for p in layout):
+        return plain, params
+    for p in layout:
+        for value in p.values:
+            if not value:
+                continue
+            try:
+                other = kernel.resolve_params({**params, p.name: value})
+            except MatvizError:
+                continue
+            return plain, other
+    return None
+
+
+def layout_label(kernel, params: dict) -> str:
+    """'X1' or 'P0 X0': the layout parameters' short labels."""
+    return " ".join(p.short(params[p.name]) for p in kernel.params if p.layout)
+
+
+def cell_name(config, byte: int) -> str | None:
+    """'As[1][3]': the element a shared byte offset holds, or None outside every array; in a
+    swizzled array the element's own column, and where it is stored ('As[5][0] at column 16')."""
+    for arr in config.shared:
+        local = byte - config.array_bases[arr.name]
+        if 0 <= local < arr.nbytes:
+            row, col = divmod(local // arr.elem_bytes, arr.stride)
+            element = int(arr.stored_col(row, col)) if col < arr.cols else col
+            name = f"{arr.name}[{row}][{element}]"
+            return name if element == col else tr("{element} at column {col}").format(
+                element=name, col=col
+            )
+    return None

@@ -12,6 +12,10 @@ the store sites per warp); during a phase with load sites the cells the selected
 this k-step are tinted and the ones it reads at this point of the phase are strong (from the
 load sites of the program for that thread's warp and lane). Padding cells stay grey. The thread
 is picked with the spin box or by clicking an element of C.
+
+Top left, the block's own tile of C, element by element (from the description's stores of C,
+:mod:`matviz.core.c_tile`): tinted by warp, each thread's elements outlined (its micro-tile), the
+selected thread's filled; a click there picks the thread that computes the element.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QPen, QTransform
+from PySide6.QtGui import QBrush, QColor, QPainterPath, QPen, QTransform
 from PySide6.QtWidgets import (
     QGraphicsPathItem,
     QGraphicsRectItem,
@@ -43,7 +47,7 @@ from matviz.app.views.shared_cells import (
     thread_of_element,
     thread_reads,
 )
-from matviz.core import banks
+from matviz.core import banks, c_tile
 from matviz.core.kernel import WARP
 from matviz.core.timeline import BlockState, Timeline
 
@@ -57,6 +61,9 @@ READ, READ_NOW = (255, 205, 130), (230, 90, 0)  # the selected thread's reads: t
 # image codes of a shared array's cells
 FILLED, ZERO_CODE, PAD_CODE, EMPTY_CODE, LATEST_CODE, READ_CODE, NOW_CODE = range(7)
 MATRICES = {"B": (0, 1), "A": (1, 0), "C": (1, 1)}  # grid positions; shared arrays in column 2
+TILE = "tile"  # the block's C tile, element by element, at (0, 0)
+WARP_TINTS = ((225, 232, 244), (244, 232, 214))  # alternate warps of the C tile
+THREAD_LINE, WARP_LINE = (150, 150, 150), (60, 60, 60)
 
 
 class TilesView(Retranslating, QWidget):
@@ -107,6 +114,15 @@ class TilesView(Retranslating, QWidget):
             plot.hideAxis("bottom")
             plot.getViewBox().setAspectLocked(True)
             plot.getViewBox().setMouseEnabled(False, False)
+        tile = self._add_panel(TILE, 0, 0)
+        tile.hideAxis("left")
+        tile.hideAxis("bottom")
+        tile.getViewBox().setAspectLocked(True)
+        tile.getViewBox().setMouseEnabled(False, False)
+        self.warp_lines = palette.cell_lines(tile, WARP_LINE)
+        self.warp_lines.setPen(_cosmetic_pen(WARP_LINE, 2.0))
+        self.borders[TILE].setPen(_cosmetic_pen(THREAD_LINE))
+        self.owner = np.zeros((1, 1), np.int32)  # the block's C tile: the thread of each element
         for col, stretch in enumerate((2, 2, 4)):
             self.canvas.ci.layout.setColumnStretchFactor(col, stretch)
         self.canvas.scene().sigMouseMoved.connect(self._on_move)
@@ -208,6 +224,13 @@ class TilesView(Retranslating, QWidget):
                 self.panels[name].getViewBox().setRange(
                     xRange=(0, w * sx), yRange=(0, h * sy), padding=0.04
                 )
+            self.owner = c_tile.owners(self.config)
+            self.borders[TILE].setPath(_edges(self.owner))
+            self.warp_lines.setPath(_edges(np.where(self.owner >= 0, self.owner // WARP, -1)))
+            self._rects[TILE] = QRectF(0, 0, self.owner.shape[1], self.owner.shape[0])
+            self.panels[TILE].getViewBox().setRange(
+                xRange=(0, self.owner.shape[1]), yRange=(0, self.owner.shape[0]), padding=0.04
+            )
             for arr in self.config.shared:
                 plot = self.panels[arr.name]
                 self.borders[arr.name].setPath(palette.cell_borders(arr.stride, arr.rows, 40))
@@ -276,6 +299,7 @@ class TilesView(Retranslating, QWidget):
         if self.thread_box.value() != tid:
             self.thread_box.setValue(tid)  # comes back here once, with nothing left to do
             return
+        self._draw_tile()
         self._update()
         self._update_activity()
 
@@ -298,6 +322,15 @@ class TilesView(Retranslating, QWidget):
             lut = np.array([(*t, 255) for t in tints], np.uint8)
             self.images[name].setImage(codes, lut=lut, levels=(0, 3), autoLevels=False)
             self.images[name].setRect(self._rects[name])  # scales the image it has now
+        self._draw_tile()
+
+    def _draw_tile(self) -> None:
+        """The block's C tile: warps tinted in turn, the selected thread's elements strong."""
+        codes = np.where(self.owner >= 0, (self.owner // WARP) % 2, 2).astype(np.uint8)
+        codes[self.owner == self.thread] = 3
+        lut = np.array([(*t, 255) for t in (*WARP_TINTS, palette.EMPTY, READ_NOW)], np.uint8)
+        self.images[TILE].setImage(codes, lut=lut, levels=(0, 3), autoLevels=False)
+        self.images[TILE].setRect(self._rects[TILE])
 
     def _draw_smem(self) -> None:
         config, block = self.config, self._block()
@@ -409,6 +442,19 @@ class TilesView(Retranslating, QWidget):
         self.activity.setText(text)
 
     # -- hover -------------------------------------------------------------------------------
+    def describe_tile(self, r: int, c: int) -> str:
+        """'C[r0 + r][c0 + c] · thread 5 (warp 0, lane 5)' for an element of the block's tile."""
+        bx, by = self._block()
+        rows, cols = self.config.launch.c_tile
+        tid = int(self.owner[r, c])
+        where = f"C[{by * rows + r}][{bx * cols + c}]"
+        if tid < 0:
+            return where
+        warp, lane = divmod(tid, WARP)
+        return where + " · " + tr("thread {tid} (warp {warp}, lane {lane})").format(
+            tid=tid, warp=warp, lane=lane
+        )
+
     def describe(self, array: str, r: int, c: int) -> str:
         arr = self.config.array(array)
         byte = self.config.array_bases[array] + (r * arr.stride + c) * arr.elem_bytes
@@ -424,6 +470,13 @@ class TilesView(Retranslating, QWidget):
 
     def _on_move(self, scene_pos) -> None:
         if self.session.trace is None:
+            return
+        vb = self.panels[TILE].getViewBox()
+        if vb.sceneBoundingRect().contains(scene_pos):
+            pos = vb.mapSceneToView(QPointF(scene_pos))
+            r, c = int(np.floor(pos.y())), int(np.floor(pos.x()))
+            inside = 0 <= r < self.owner.shape[0] and 0 <= c < self.owner.shape[1]
+            self.canvas.setToolTip(self.describe_tile(r, c) if inside else "")
             return
         for arr in self.config.shared:
             vb = self.panels[arr.name].getViewBox()
@@ -442,6 +495,14 @@ class TilesView(Retranslating, QWidget):
         if vb.sceneBoundingRect().contains(event.scenePos()):
             pos = vb.mapSceneToView(event.scenePos())
             self.select_element(int(np.floor(pos.y())), int(np.floor(pos.x())))
+            return
+        vb = self.panels[TILE].getViewBox()
+        if vb.sceneBoundingRect().contains(event.scenePos()):
+            pos = vb.mapSceneToView(event.scenePos())
+            r, c = int(np.floor(pos.y())), int(np.floor(pos.x()))
+            if 0 <= r < self.owner.shape[0] and 0 <= c < self.owner.shape[1]:
+                if self.owner[r, c] >= 0:
+                    self.set_thread(int(self.owner[r, c]))
 
     def select_element(self, row: int, col: int) -> None:
         """Select the block that computes C[row, col] and, in it, the thread that does."""
@@ -493,6 +554,10 @@ class TilesView(Retranslating, QWidget):
             palette.swatch(A_TINTS[3], now),
             palette.swatch(palette.HIGHLIGHT, tr("the C tile it computes")),
         ]
+        legend += [
+            palette.swatch(WARP_TINTS[1], tr("its C tile by warp")),
+            palette.swatch(READ_NOW, tr("the selected thread's part")),
+        ]
         if config.uses_shared:
             legend += [
                 "",
@@ -534,6 +599,17 @@ class TilesView(Retranslating, QWidget):
         m, n, k = trace.shape
         for name, text in (("A", f"A ({m}×{k})"), ("B", f"B ({k}×{n})"), ("C", f"C ({m}×{n})")):
             self.panels[name].setTitle(text, color=palette.hexcolor(palette.FOREGROUND))
+        rows, cols = config.launch.c_tile
+        parts = c_tile.pieces(self.owner, self.thread)
+        shape = f"{parts[0][2]}×{parts[0][3]}" if parts else "-"
+        if len(parts) > 1:
+            title = tr("its C tile ({rows}×{cols}): {n} × {per} per thread")
+        else:
+            title = tr("its C tile ({rows}×{cols}): {per} per thread")
+        self.panels[TILE].setTitle(
+            title.format(rows=rows, cols=cols, per=shape, n=len(parts)),
+            color=palette.hexcolor(palette.FOREGROUND),
+        )
         self.legend.setText("<br>".join(self._legend()))
         self.no_smem.setVisible(not config.uses_shared)
         self.no_smem.setText(
@@ -589,3 +665,30 @@ class TilesView(Retranslating, QWidget):
         if self.session.trace is not None:
             self._update_texts()
             self._update_title()
+
+
+def _cosmetic_pen(color: tuple[int, ...], width: float = 1.0) -> QPen:
+    pen = QPen(QColor(*color))
+    pen.setWidthF(width)
+    pen.setCosmetic(True)
+    return pen
+
+
+def _edges(labels: np.ndarray) -> QPainterPath:
+    """Lines between neighbouring cells of ``labels`` whose labels differ: the outlines of
+    each thread's (or warp's) part of the tile, merged into runs along each grid line."""
+    path = QPainterPath()
+    rows, cols = labels.shape
+    for y in range(1, rows):  # horizontal lines
+        _runs(path, labels[y - 1] != labels[y], lambda a, b, y=y: ((a, y), (b, y)))
+    for x in range(1, cols):  # vertical lines
+        _runs(path, labels[:, x - 1] != labels[:, x], lambda a, b, x=x: ((x, a), (x, b)))
+    return path
+
+
+def _runs(path: QPainterPath, differ: np.ndarray, ends) -> None:
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], differ.astype(np.int8), [0]))))
+    for a, b in zip(edges[::2], edges[1::2], strict=True):
+        (x0, y0), (x1, y1) = ends(int(a), int(b))
+        path.moveTo(x0, y0)
+        path.lineTo(x1, y1)
