@@ -5,6 +5,7 @@
 // just like its TN values of B. The transposed stores put the lanes of a warp into a few
 // columns of As, all in the same banks; PAD columns or an XOR swizzle of As's columns spread
 // them over the 32 banks again.
+#include "float4.cuh"
 #include "trace.cuh"
 
 #ifndef BM
@@ -51,21 +52,6 @@ struct __align__(16) MvTiles {
     float As[BK][BM + PAD];  // transposed: As[k][m] holds A[row0 + m][t*BK + k]
     float Bs[BK][BN];
 };
-
-// Four consecutive elements of row r of a rows x cols matrix from column c (a multiple of 4):
-// one 16-byte load where rows are 16-byte aligned (cols a multiple of 4, so the four lie all
-// inside or all outside), element by element otherwise; 0 outside the matrix (§26).
-template <bool ALIGNED>
-__device__ __forceinline__ float4 load4(const float *X, int r, int c, int rows, int cols) {
-    if (ALIGNED)
-        return r < rows && c < cols ? *reinterpret_cast<const float4 *>(&X[r * cols + c])
-                                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const bool in = r < rows;
-    return make_float4(in && c < cols ? X[r * cols + c] : 0.0f,
-                       in && c + 1 < cols ? X[r * cols + c + 1] : 0.0f,
-                       in && c + 2 < cols ? X[r * cols + c + 2] : 0.0f,
-                       in && c + 3 < cols ? X[r * cols + c + 3] : 0.0f);
-}
 
 // ALIGNED: K and N are multiples of 4, so every row of A, B and C starts 16-byte aligned. The
 // kernel picks the copy once; inside the k loop a per-load test made ptxas keep both paths.

@@ -4,6 +4,7 @@
 // WMITER x WNITER sub-tiles of WSUBM x WSUBN; in each, a lane computes a TM x TN micro-tile.
 // The 32 lanes of a warp then read few, neighbouring values of As and Bs per k (a warp's reads
 // stay inside its warp tile), and each value a lane loads feeds WNITER*TN or WMITER*TM FMAs.
+#include "float4.cuh"
 #include "trace.cuh"
 
 #ifndef BM
@@ -52,20 +53,6 @@ struct __align__(16) MvTiles {
     float As[BK][BM + PAD];  // transposed: As[k][m] holds A[row0 + m][t*BK + k]
     float Bs[BK][BN];
 };
-
-// As in kernel 06: four elements of a row from column c (a multiple of 4), one 16-byte load
-// where rows are aligned, element by element otherwise; 0 outside the matrix (§26).
-template <bool ALIGNED>
-__device__ __forceinline__ float4 load4(const float *X, int r, int c, int rows, int cols) {
-    if (ALIGNED)
-        return r < rows && c < cols ? *reinterpret_cast<const float4 *>(&X[r * cols + c])
-                                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const bool in = r < rows;
-    return make_float4(in && c < cols ? X[r * cols + c] : 0.0f,
-                       in && c + 1 < cols ? X[r * cols + c + 1] : 0.0f,
-                       in && c + 2 < cols ? X[r * cols + c + 2] : 0.0f,
-                       in && c + 3 < cols ? X[r * cols + c + 3] : 0.0f);
-}
 
 template <bool ALIGNED, bool MV_STAMPED>
 __device__ __forceinline__ void warp_tiling_body(const float *A, const float *B, float *C, int M,

@@ -13,7 +13,7 @@ import numpy as np
 
 import matviz
 from matviz.core.config import KernelConfig
-from matviz.paths import KERNEL_DIR
+from matviz.toolchain.nvcc import inlined_source
 
 SPACER_CYCLES = 200_000  # ~100 us at 1980 MHz: longer than any launch call takes on the host
 SPACER_SOURCE = r"""
@@ -35,9 +35,9 @@ def cuda_errors() -> tuple[type[Exception], ...]:
 
 
 def kernel_source(config: KernelConfig) -> str:
-    """The .cu text with trace.cuh inlined, so CuPy's compile cache sees header edits too."""
-    header = (KERNEL_DIR / "trace.cuh").read_text()
-    return config.kernel.source.read_text().replace('#include "trace.cuh"', header)
+    """The .cu text with the headers it includes from kernels/ inlined, so CuPy's compile
+    cache sees header edits too."""
+    return inlined_source(config.kernel.source)
 
 
 def compiled_kernel(config: KernelConfig, level: int, min_blocks: int | None = None):

@@ -68,6 +68,26 @@ def ptx(config: KernelConfig, level: int, arch: str = DEFAULT_ARCH) -> str:
     return _build(config, level, arch)[1]
 
 
+def inlined_source(path: Path) -> str:
+    """The kernel source at ``path`` with every header it includes from kernels/ (trace.cuh,
+    float4.cuh) inlined, each once: what NVRTC compiles without an include path."""
+    return _inline(path.read_text(encoding="utf-8"), set())
+
+
+def _inline(text: str, done: set[str]) -> str:
+    def header(match: re.Match[str]) -> str:
+        name = match[1]
+        if name in done:  # each header once, as its #pragma once would have it
+            return ""
+        done.add(name)
+        return _inline((KERNEL_DIR / name).read_text(encoding="utf-8"), done)
+
+    return _INCLUDE.sub(header, text)
+
+
+_INCLUDE = re.compile(r'^#include "([\w.]+\.cuh)"$', re.MULTILINE)
+
+
 def registers_for(config: KernelConfig, level: int = 0) -> tuple[int, str]:
     """Registers per thread and their origin: "nvcc", or the description's "estimate"."""
     if nvcc_path() is None:

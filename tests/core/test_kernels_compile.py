@@ -338,3 +338,16 @@ def test_a_residency_bound_caps_only_the_instrumented_builds(tmp_path) -> None:
     assert free[2] > 128 >= free[0]  # what makes the bound needed
     assert regs(2, ["-DMV_MIN_BLOCKS=4"]) <= 128
     assert regs(0, ["-DMV_MIN_BLOCKS=4"]) == free[0]
+
+
+def test_the_source_nvrtc_compiles_inlines_each_header_once() -> None:
+    """CuPy's NVRTC has no include path: the recorder compiles the .cu with kernels/'s headers
+    pasted in, each once (float4.cuh and trace.cuh for kernel 06)."""
+    from matviz.toolchain.nvcc import inlined_source
+
+    for kernel in CATALOG.values():
+        text = inlined_source(kernel.source)
+        assert '#include "' not in text, kernel.name
+        assert text.count("#define MV_TRACE_PARAMS") >= 1 and "MV_BLOCK_BEGIN" in text
+    vectorized = inlined_source(CATALOG["vectorized"].source)
+    assert vectorized.count("__device__ __forceinline__ float4 load4(") == 1
