@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
 
 from matviz.app.i18n import Retranslating, tr
 from matviz.backends.cuda_status import cuda_status
-from matviz.core import registry
+from matviz.backends.devices import tuned_key
+from matviz.core import registry, tuned
 from matviz.core.kernel import LEVEL_NAMES, LEVELS, Kernel, Param
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
@@ -86,6 +87,11 @@ class Controls(Retranslating, QWidget):
         self.message.setWordWrap(True)
         self.message.setStyleSheet("color: #c62828;")
         self.message.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.tuned_note = QLabel()  # where the parameters came from matviz sweep --tune
+        self.tuned_note.setWordWrap(True)
+        self.tuned_note.setStyleSheet("color: #555;")
+        self.tuned_note.hide()
+        self._tuned_from = ""
 
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
@@ -101,6 +107,7 @@ class Controls(Retranslating, QWidget):
         layout.addLayout(self.form)
         layout.addWidget(self.run_button)
         layout.addWidget(self.message)
+        layout.addWidget(self.tuned_note)
         layout.addStretch(1)
 
         self._build_params()
@@ -167,6 +174,8 @@ class Controls(Retranslating, QWidget):
 
     def show_config(self, trace: Trace) -> None:
         """Show a loaded trace's configuration without asking for a run."""
+        self._tuned_from = ""
+        self._tuned_text()
         self._quiet = True
         try:
             self.kernel.setCurrentIndex(max(self.kernel.findData(trace.kernel), 0))
@@ -232,12 +241,35 @@ class Controls(Retranslating, QWidget):
 
     def _kernel_changed(self) -> None:
         if not self._quiet:  # show_config builds the rows with the trace's values itself
-            self._build_params()
+            self._build_params(self._tuned())
         self._changed()
+
+    def _tuned(self) -> dict | None:
+        """The configuration `matviz sweep --tune` kept for this kernel, backend and size, if
+        any (a kernel picked starts from it, as `matviz record` does)."""
+        job = self.job()
+        key = tuned_key(job["backend"])
+        try:
+            best = tuned.best(job["kernel"], job["M"], job["N"], job["K"], key)
+        except MatvizError:  # a broken tuned file must not stop the app: the defaults then
+            best = None
+        self._tuned_from = key if best else ""
+        self._tuned_text()
+        return best
+
+    def _tuned_text(self) -> None:
+        self.tuned_note.setVisible(bool(self._tuned_from))
+        self.tuned_note.setText(
+            tr("Parameters: the configuration tuned for {device} at this size "
+               "(matviz sweep --tune).").format(device=self._tuned_from)
+        )  # fmt: skip
 
     def _changed(self) -> None:
         if self._quiet:
             return
+        if self._tuned_from and self.sender() in self.params_boxes.values():
+            self._tuned_from = ""  # the user has moved away from the tuned configuration
+            self._tuned_text()
         if self.validate():
             self._timer.start()
         else:
@@ -245,6 +277,7 @@ class Controls(Retranslating, QWidget):
 
     # -- language --------------------------------------------------------------------------
     def retranslate(self) -> None:
+        self._tuned_text()
         for label, name in zip(self._labels, FIXED_ROWS, strict=True):
             label.setText(tr(name))
         self._level_label.setText(tr("Level"))

@@ -54,6 +54,7 @@ from matviz.paths import TRACE_DIR
 
 # Below either size the views go on tabs (projectors: 1280x720, 1366x768, 1280x800).
 COMPACT_WIDTH, COMPACT_HEIGHT = 1500, 880
+GRID_MIN_PX = 240  # the block grid's plot, where the window is wide enough
 MEMORY_TABS = ("banks", "coalescing", "source", "errors")  # views that share one place as tabs
 BUNDLED_TRACE = TRACE_DIR / "tiled_t32_p0_1024.mvz"
 # What the start-up shows when the bundled recording is missing: the same setup, simulated.
@@ -219,7 +220,10 @@ class MainWindow(Retranslating, QMainWindow):
             return
         grid, lanes = split.sizes()[:2]
         spare = lanes - self.lanes_view.minimumSizeHint().width() - 200
-        delta = int(min(box.height() - box.width(), spare))
+        # square, and no smaller than GRID_MIN_PX where the lanes can spare the width: a
+        # narrow column wraps the grid's title into many lines and leaves the plot tiny
+        want = max(box.height(), GRID_MIN_PX) - box.width()
+        delta = int(min(want, spare))
         if abs(delta) > 2:
             split.setSizes([grid + delta, lanes - delta, *split.sizes()[2:]])
             if passes > 1:  # the titles re-wrap at the new width: look again

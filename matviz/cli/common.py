@@ -153,20 +153,6 @@ def choose_backend(requested: str) -> tuple[str, str | None]:
     return "sim", f"CUDA unavailable ({why}); using the simulator"
 
 
-def tuned_device(backend: str) -> str:
-    """The device key tuned defaults are kept under: this GPU's name, or the simulated model's
-    name marked as simulated."""
-    from matviz.core import tuned
-
-    if backend == "cuda":
-        from matviz.backends.cuda_status import cuda_status
-
-        return tuned.device_key(cuda_status()[1], backend)
-    from matviz.backends.devices import DEFAULT_DEVICE, load_device
-
-    return tuned.device_key(str(load_device(DEFAULT_DEVICE)["name"]), backend)
-
-
 def note(text: str | None) -> None:
     if text:
         print(f"note: {text}", file=sys.stderr)

@@ -7,6 +7,7 @@ from pathlib import Path
 import matviz.cli.common as common
 import matviz.cli.params as params
 from matviz.backends.contract import MAX_BUDGET_MIB, RunRequest
+from matviz.backends.devices import tuned_key
 from matviz.core import registry
 from matviz.core.kernel import LEVELS
 from matviz.errors import MatvizError
@@ -83,7 +84,7 @@ def _with_tuned(request: RunRequest, args, backend: str) -> RunRequest:
 
     from matviz.core import tuned
 
-    key = common.tuned_device(backend)
+    key = tuned_key(backend)
     try:
         best = tuned.best(request.kernel, request.M, request.N, request.K, key)
     except MatvizError as exc:  # a broken tuned file must not stop a recording

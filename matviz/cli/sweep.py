@@ -11,6 +11,7 @@ from pathlib import Path
 
 import matviz.cli.common as common
 import matviz.cli.params as params
+from matviz.backends.devices import tuned_key
 from matviz.core.kernel import LEVELS
 
 NAME = "sweep"
@@ -107,7 +108,7 @@ def _tune(args) -> int:
         raise MatvizError("no configuration ran: nothing to keep")
     entry = tuned.Tuned(params=dict(top.params), gflops=float(top.gflops), backend=backend,
                         evaluated=ran, space=space)  # fmt: skip
-    key = common.tuned_device(backend)
+    key = tuned_key(backend)
     path = tuned.save(kernel.name, args.M, args.N, args.K, key, entry)
     print(f"best       {top.label}: {top.gflops:,.1f} GFLOP/s on {key}")
     print(f"saved      {path} (the default `matviz record` starts from at this size)")

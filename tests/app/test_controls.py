@@ -197,3 +197,33 @@ def test_labels_follow_the_language(qtbot, controls):
     finally:
         set_language("en")
     qtbot.waitUntil(lambda: controls._labels[0].text() == "Kernel")
+
+
+def test_a_kernel_picked_starts_from_its_tuned_configuration(controls, tmp_path, monkeypatch):
+    """Issue 13 item 4: what `matviz sweep --tune` kept for this backend and size is where the
+    controls start; a parameter changed by hand, another size or a broken file falls back."""
+    from matviz.backends.devices import tuned_key
+    from matviz.core import tuned
+
+    path = tmp_path / "tuned.json"
+    monkeypatch.setenv("MATVIZ_TUNED", str(path))
+    _select(controls.backend, "sim")
+    best = {"BM": 64, "BN": 64, "BK": 8, "TN": 4, "pad": 4, "swizzle": 0}
+    entry = tuned.Tuned(params=best, gflops=1.0, backend="sim", evaluated=3, space=18)
+    tuned.save("vectorized", 1024, 1024, 1024, tuned_key("sim"), entry, path)
+    _select(controls.kernel, "vectorized")
+    assert controls.params() == {**registry.get_kernel("vectorized").default_params(), **best}
+    assert controls.tuned_note.isVisibleTo(controls)
+    assert tuned_key("sim") in controls.tuned_note.text()
+    _select(controls.params_boxes["pad"], 0)  # the user moves away from it: no claim left
+    assert not controls.tuned_note.isVisibleTo(controls)
+    _select(controls.kernel, "tiled")
+    assert not controls.tuned_note.isVisibleTo(controls)  # nothing tuned for it
+    controls.sizes["M"].setValue(512)
+    _select(controls.kernel, "vectorized")  # tuned at 1024^3 only
+    assert controls.params()["pad"] == 0 and not controls.tuned_note.isVisibleTo(controls)
+    path.write_text("{not json")
+    controls.sizes["M"].setValue(1024)
+    _select(controls.kernel, "tiled")
+    _select(controls.kernel, "vectorized")  # a broken file: the defaults, no error
+    assert not controls.tuned_note.isVisibleTo(controls) and not controls.error

@@ -200,3 +200,15 @@ def cublas_gflops(device: Mapping[str, Any], M: int, N: int, K: int) -> float:
 def hardware(device: Mapping[str, Any]) -> dict[str, Any]:
     """The device's description without the model section (what a manifest records)."""
     return {key: value for key, value in device.items() if key not in ("model", "about")}
+
+
+def tuned_key(backend: str) -> str:
+    """The device key tuned defaults (``matviz sweep --tune``) are kept under for ``backend``:
+    this GPU's name, or the simulated model's name marked as simulated."""
+    from matviz.core import tuned
+
+    if backend == "cuda":
+        from matviz.backends.cuda_status import cuda_status
+
+        return tuned.device_key(cuda_status()[1], backend)
+    return tuned.device_key(str(load_device(DEFAULT_DEVICE)["name"]), backend)
