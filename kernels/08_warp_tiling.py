@@ -109,7 +109,7 @@ KERNEL = Kernel(
     ),  # fmt: skip
     constraints=(
         Constraint(lambda p: p.BM == p.BN and p.WM == p.WN,
-                   "BM={BM} = BN={BN} and WM={WM} = WN={WN}"),
+                   "BM={BM} and BN={BN} must be equal, and WM={WM} and WN={WN} too"),
         Constraint(lambda p: p.BM % p.WM == 0 and p.WM * p.WN % (32 * p.TM * p.TN * p.WNITER) == 0,
                    "WM={WM} x WN={WN} must split into 32 lanes x TM x TN x WNITER={WNITER}"),
         Constraint(lambda p: (wsubn(p) // p.TN) * (wsubm(p) // p.TM) == 32
