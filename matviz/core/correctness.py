@@ -101,11 +101,12 @@ def staged(
             at, src = rs.site.at(th, config.p), rs.site.source(th, config.p)
             row, col = (np.broadcast_to(np.asarray(v, np.int64), th.tid.shape) for v in at[:2])
             srow, scol = (np.broadcast_to(np.asarray(v, np.int64), th.tid.shape) for v in src[:2])
-            inside = (srow < rows_m) & (scol < cols_m) & (srow >= 0) & (scol >= 0)
-            values = np.zeros(len(row), np.float32)
-            if inside.any():
-                values[inside] = fetch(arr.source, srow[inside], scol[inside])
-            out[arr.name][row, col] = values
+            for j in range(max(rs.site.width // arr.elem_bytes, 1)):  # a float4 fills four
+                inside = (srow < rows_m) & (scol + j < cols_m) & (srow >= 0) & (scol >= 0)
+                values = np.zeros(len(row), np.float32)
+                if inside.any():
+                    values[inside] = fetch(arr.source, srow[inside], scol[inside] + j)
+                out[arr.name][row, col + j] = values
     return out
 
 

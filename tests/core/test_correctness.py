@@ -201,3 +201,17 @@ def test_a_correctness_section_that_claims_too_much_is_refused(tmp_path, change,
     with pytest.raises(MatvizError, match=message) as info:
         load_trace(tmp_path / "bad.mvz")
     assert "\n" not in str(info.value)
+
+
+def test_a_vector_store_stages_all_its_elements():
+    """Kernel 06 stores B's tile as float4s: every element of Bs is staged, not one in four."""
+    config = get_kernel("vectorized").configure({}, 256, 256, 64)
+    b = np.arange(64 * 256, dtype=np.float32).reshape(64, 256) + 1
+
+    def fetch(matrix, rows, cols):
+        return b[rows, cols] if matrix == "B" else np.ones(len(rows), np.float32)
+
+    bs = correctness.staged(config, (1, 0), 2, fetch)["Bs"]
+    depth, cols = config.step_depth, config.launch.c_tile[1]
+    assert not np.isnan(bs).any()
+    assert (bs == b[2 * depth:3 * depth, cols:2 * cols]).all()  # Bs[k][c] = B[t*BK + k][bx*BN + c]
