@@ -246,7 +246,9 @@ class TilesView(Retranslating, QWidget):
 
     @staticmethod
     def _word_ticks(cols: int, pad: int) -> list[tuple[float, str]]:
-        return palette.index_ticks(cols, 8) + [(cols + i + 0.5, tr("pad")) for i in range(pad)]
+        # one label over the padding columns: one per column overlapped beside a wide array
+        padding = [(cols + pad / 2, tr("pad"))] if pad else []
+        return palette.index_ticks(cols, 8) + padding
 
     def _update(self, *_args) -> None:
         """Cheap per frame: one block_phase call; images change only when the k-step does."""
