@@ -143,14 +143,19 @@ def simulate_correctness(
 def _current_values(config: KernelConfig, request: RunRequest, fetch) -> np.ndarray:
     """The probed warp's reads of a correct kernel: what its own k-step stored."""
     values = np.full((config.value_tiles, config.probe_slots, 32), 0xFFFFFFFF, np.uint32)
+    warp, block = request.probe_warp, request.probe_block
+    loads = [rs for rs in config.sites if rs.site.kind == "load"]
+    fixed = {
+        (rs.name, k): access.step_free(config, rs.site.at, warp, block, k)
+        for rs in loads
+        for k in range(rs.repeat)
+    }
     for t in range(config.value_tiles):
-        filled = correctness.staged(config, request.probe_block, t, fetch)
-        for rs in config.sites:
-            if rs.site.kind != "load":
-                continue
+        filled = correctness.staged(config, block, t, fetch)
+        for rs in loads:
             for k in range(rs.repeat):
-                r, c, mask = access.evaluate(
-                    config, rs.site.at, request.probe_warp, request.probe_block, t, k
+                r, c, mask = fixed[rs.name, k] or access.evaluate(
+                    config, rs.site.at, warp, block, t, k
                 )
                 read = filled[rs.site.array][r, c].view(np.uint32)
                 values[t, rs.slot + k] = np.where(mask, read, 0xFFFFFFFF)

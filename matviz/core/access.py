@@ -10,10 +10,12 @@ hardware, for every registered kernel.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from matviz.core.config import KernelConfig
-from matviz.core.kernel import WARP, Where
+from matviz.core.kernel import WARP, Lanes, Where
 from matviz.core.trace import PROBE_DTYPE
 
 
@@ -22,7 +24,42 @@ def evaluate(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, col, mask) of a description's per-lane ``fn`` for the 32 lanes of ``warp``;
     mask: the lane exists in the block and ``fn`` did not mask it."""
-    lanes = config.lanes(warp, block, t, k)
+    return evaluate_lanes(config.lanes(warp, block, t, k), fn, config)
+
+
+class _StepRead(Exception):
+    """A description's function used the k-step."""
+
+
+class _NoStep:
+    """Stands for the k-step in a probe evaluation: any use of it raises _StepRead."""
+
+    def _refuse(self, *args: object) -> None:
+        raise _StepRead
+
+    __index__ = __int__ = __float__ = __bool__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _refuse
+    __divmod__ = __rdivmod__ = __pow__ = __neg__ = __and__ = __rand__ = __or__ = _refuse
+    __xor__ = __rxor__ = __lshift__ = __rshift__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __eq__ = __ne__ = __array__ = _refuse  # type: ignore[assignment]
+
+
+def step_free(
+    config: KernelConfig, fn: Where, warp: int, block: tuple[int, int], k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``evaluate`` for every k-step at once where ``fn`` does not read the k-step (most
+    shared loads and stores address the same cells every step); None where it does."""
+    lanes = config.lanes(warp, block, 0, k)
+    try:
+        return evaluate_lanes(dataclasses.replace(lanes, t=_NoStep()), fn, config)  # type: ignore[arg-type]
+    except _StepRead:
+        return None
+
+
+def evaluate_lanes(
+    lanes: Lanes, fn: Where, config: KernelConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     out = fn(lanes, config.p)
     row, col = (np.broadcast_to(np.asarray(v, np.int64), (WARP,)) for v in out[:2])
     mask = lanes.active.copy()

@@ -127,9 +127,10 @@ def classify_reads(
         rs = config.site(site)
         if rs.site.kind != "load":
             continue
+        fixed = access.step_free(config, rs.site.at, warp, block, k)
         for t in range(steps):
-            r, c, mask = access.evaluate(config, rs.site.at, warp, block, t, k)
-            mask &= values[t, rs.slot + k] != 0xFFFFFFFF
+            r, c, mask = fixed or access.evaluate(config, rs.site.at, warp, block, t, k)
+            mask = mask & (values[t, rs.slot + k] != 0xFFFFFFFF)
             got = read[t, rs.slot + k]
             now = filled[t][rs.site.array][r, c]
             nxt = filled[t + 1][rs.site.array][r, c] if t + 1 < len(filled) else np.nan

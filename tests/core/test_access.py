@@ -259,3 +259,24 @@ def test_a_swizzled_array_stores_each_element_at_its_xor_column():
             offsets = access.lane_offsets(plain, "st_As", 0, 0)
             degrees[swizzle] = int(banks.conflict_degree(offsets, 4))
         assert degrees == {0: bk // 4, 1: 1}
+
+
+def test_step_free_evaluates_once_what_does_not_read_the_k_step():
+    """Shared loads address the same cells every k-step: one evaluation serves all of them;
+    a function that reads the step (a double buffer's t % 2, a store's source) gets None."""
+    from matviz.core.kernel import Site
+
+    config = configure("vectorized", {}, 256, 256, 256)
+    for name in ("ld_As", "ld_Bs", "st_As", "st_Bs"):
+        rs = config.site(name)
+        fixed = access.step_free(config, rs.site.at, 1, (1, 0), 1)
+        assert fixed is not None, name
+        for t in (0, 3):
+            now = access.evaluate(config, rs.site.at, 1, (1, 0), t, 1)
+            assert all(np.array_equal(a, b) for a, b in zip(fixed, now, strict=True))
+        if rs.site.source is not None:
+            assert access.step_free(config, rs.site.source, 1, (1, 0), 1) is None
+    buffered = Site("ld", "load", "As", "compute", at=lambda th, p: (th.t % 2 * 8 + th.k, th.tid))
+    assert access.step_free(config, buffered.at, 0, (0, 0), 0) is None
+    assert access.step_free(config, lambda th, p: (0, th.t), 0, (0, 0), 0) is None
+    assert access.step_free(config, lambda th, p: (th.t > 3, 0), 0, (0, 0), 0) is None
