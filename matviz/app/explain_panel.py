@@ -48,6 +48,8 @@ LESSON_MAP: tuple[tuple[int, int, str, tuple[str, ...]], ...] = (
      ("SM lanes", "Explanation")),
     (18, 18, "Register tiling: TM results per thread (article §4.3)",
      ("Tiles", "Throughput")),
+    (19, 19, "Micro-tiles and warp tiles; float4 loads, A transposed, padding or a swizzle",
+     ("Tiles", "Banks", "Throughput")),
     (26, 26, "Boundaries: edge blocks and the guarded write of C",
      ("Block grid", "Tiles", "Explanation")),
     (27, 28, "Bank conflicts and padding; A stored transposed",
