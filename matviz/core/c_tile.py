@@ -26,8 +26,8 @@ def owners(config: KernelConfig) -> np.ndarray:
 
 @lru_cache(maxsize=16)
 def _owners(kernel, params: tuple) -> np.ndarray:
-    rows, cols = kernel.launch(_params(params), 1, 1, 1).c_tile
     # a problem of exactly one tile: every store of block (0, 0) lies inside C
+    rows, cols = kernel.configure(dict(params), 1, 1, 1, check=False).launch.c_tile
     config = kernel.configure(dict(params), rows, cols, 1, check=False)
     out = np.full((rows, cols), -1, np.int32)
     for access, repeat in config.global_accesses:
@@ -41,20 +41,6 @@ def _owners(kernel, params: tuple) -> np.ndarray:
                     inside = mask & (row < rows) & (col + j < cols)
                     out[row[inside], col[inside] + j] = tid[inside]
     return out
-
-
-def _params(items: tuple):
-    from matviz.core.kernel import Params
-
-    return Params(dict(items))
-
-
-def micro_tile(owner: np.ndarray, tid: int) -> tuple[int, int, int, int] | None:
-    """(row, col, rows, cols) of the box around thread ``tid``'s elements, or None."""
-    r, c = np.nonzero(owner == tid)
-    if not len(r):
-        return None
-    return int(r.min()), int(c.min()), int(r.max() - r.min() + 1), int(c.max() - c.min() + 1)
 
 
 def pieces(owner: np.ndarray, tid: int) -> list[tuple[int, int, int, int]]:

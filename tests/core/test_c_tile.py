@@ -29,10 +29,10 @@ def test_micro_tiles_and_warp_tiles_of_register_tiling():
         {"BM": 64, "BN": 64, "BK": 16, "TM": 8, "TN": 4}, 256, 256, 64
     )
     owner = c_tile.owners(config)
-    assert c_tile.micro_tile(owner, 0) == (0, 0, 8, 4)
-    assert c_tile.micro_tile(owner, 17) == (8, 4, 8, 4)  # 16 threads across a row band
+    assert c_tile.pieces(owner, 0) == [(0, 0, 8, 4)]
+    assert c_tile.pieces(owner, 17) == [(8, 4, 8, 4)]  # 16 threads across a row band
     assert c_tile.warp_tiles(owner) == {w: (16 * w, 0, 16, 64) for w in range(4)}
-    assert c_tile.micro_tile(owner, 999) is None
+    assert c_tile.pieces(owner, 999) == []
 
 
 def test_a_warp_tiled_thread_owns_one_micro_tile_per_sub_tile():

@@ -48,6 +48,11 @@ def measured_gflops(kernel: str, params: dict) -> float | None:
 
 
 NOTE_MAX_HEIGHT = 120  # px: about six lines
+# (caused, left) by a layout against the plain one, per kind of layout parameter
+CONFLICT_CAUSES = {
+    "pad": ("Padding itself causes this conflict:", "Padding leaves a conflict:"),
+    "swizzle": ("The swizzle itself causes this conflict:", "The swizzle leaves a conflict:"),
+}
 
 
 def _op_order(item: tuple[str, int]) -> tuple[int, str]:
@@ -425,18 +430,8 @@ class BanksView(Retranslating, QWidget):
             if ch.pair is not None:
                 pair = ch.pair
                 words = abs(pair.bytes[1] - pair.bytes[0]) // banks.BANK_BYTES
-                if swizzled:
-                    cause = (
-                        tr("The swizzle itself causes this conflict:")
-                        if new.degree > old.degree
-                        else tr("The swizzle leaves a conflict:")
-                    )
-                else:
-                    cause = (
-                        tr("Padding itself causes this conflict:")
-                        if new.degree > old.degree
-                        else tr("Padding leaves a conflict:")
-                    )
+                causes = CONFLICT_CAUSES["swizzle" if swizzled else "pad"]
+                cause = tr(causes[0] if new.degree > old.degree else causes[1])
                 parts.append(
                     cause
                     + " "
