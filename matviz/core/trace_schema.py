@@ -149,9 +149,21 @@ class KStep(_Section):
     chained: bool = True
 
 
+class DescribedParam(_Section):
+    name: str
+    layout: Literal["", "pad", "swizzle"] = ""  # filled in on load for older files
+
+
+class DescribedArray(_Section):
+    name: str
+    swizzle: str = ""  # filled in on load for older files
+
+
 class Description(_Section):
     name: str
     launch: Launch
+    params: list[DescribedParam] = []
+    shared: list[DescribedArray] = []
     kstep: KStep | None = None
 
 

@@ -353,6 +353,10 @@ def test_wrong_types_in_every_manifest_field(saved, tmp_path, key):
         (("description", "kstep"), {"channels": 5}, "description.kstep.channels"),
         (("description", "kstep", "phases", 0, "begin"), "nowhere", "k-step is malformed"),
         (("description", "name"), "naive", "the description is of kernel 'naive'"),
+        (("description", "params"), [1, "x"], "description.params.0"),
+        (("description", "params", 0, "layout"), 5, "description.params.0.layout"),
+        (("description", "shared"), "bad", "description.shared"),
+        (("description", "shared", 0, "swizzle"), [1], "description.shared.0.swizzle"),
     ],
 )
 def test_field_values_out_of_bounds(saved, tmp_path, path, value, needle):
