@@ -216,6 +216,33 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
         const unsigned int mv_span = MV_SPAN16(mv_first_##c, mv_clock());               \
         if (mv_lane == ((t) & 31)) MV_PUT_##j(c, mv_span);                              \
     }
+// A channel whose steps overlap each other (the copy of step t issued STAGES - 1 steps before
+// it lands) cannot flush 32 steps when step t + 32 begins: steps t + 1 .. may still be open.
+// It opens a step with MV_STEP_OPEN and closes it with MV_STEP_CLOSE, and flushes 16 steps
+// each time a step t with t % 16 == 15 closes: lanes (t & 16) .. + 15 then hold steps
+// t - 15 .. t, all closed, and the (at most 16) steps opened ahead sit in the other half-warp.
+//   MV_STEP_OPEN(c, t)               first mark of step t, nothing flushed
+//   MV_STEP_CLOSE(c, t, j)           mark j (1 or 2, the step's last) of step t, flushing
+//   MV_CHANNEL_FLUSH_CLOSED(c)       after the loop: stores the steps closed since
+#define MV_STEP_OPEN(c, t)                                                              \
+    if (mv_on_##c) {                                                                    \
+        const unsigned int mv_now = mv_clock();                                         \
+        if (mv_lane == ((t) & 31)) mv_first_##c = mv_now;                               \
+    }
+#define MV_STORE_HALF(c, t)                                                             \
+    if (((mv_lane ^ (unsigned int)(t)) & 16) == 0)                                      \
+        MV_STEP_SLOT(c, ((t) & ~15) + (mv_lane & 15)) = make_uint2(mv_first_##c, mv_spans_##c);
+#define MV_STEP_CLOSE(c, t, j)                                                          \
+    if (mv_on_##c) {                                                                    \
+        const unsigned int mv_span = MV_SPAN16(mv_first_##c, mv_clock());               \
+        if (mv_lane == ((t) & 31)) MV_PUT_##j(c, mv_span);                              \
+        if (((t) & 15) == 15) { MV_STORE_HALF(c, t) }                                   \
+    }
+#define MV_CHANNEL_FLUSH_CLOSED(c)                                                      \
+    if (mv_on_##c && mv_n_tiles > 0 && ((mv_n_tiles - 1) & 15) != 15 &&                 \
+        (mv_lane & 15) <= ((mv_n_tiles - 1) & 15)) {                                    \
+        MV_STORE_HALF(c, mv_n_tiles - 1)                                                \
+    }
 // The flush after the loop is not folded into the first-mark macros: written once with a
 // general flush condition, ptxas emits 3-6 more instructions per tile (sm_90).
 #define MV_CHANNEL_FLUSH_CHAINED(c, j)                                                  \
@@ -242,6 +269,9 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
 #define MV_STEP_MARK(c, t, j)
 #define MV_CHANNEL_FLUSH_CHAINED(c, j)
 #define MV_CHANNEL_FLUSH(c)
+#define MV_STEP_OPEN(c, t)
+#define MV_STEP_CLOSE(c, t, j)
+#define MV_CHANNEL_FLUSH_CLOSED(c)
 #endif
 
 // The seed kernels' one chained channel (issue, loaded, computed), stamped by warp 0.
@@ -291,6 +321,16 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
 #define MV_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, MV_MIN_BLOCKS)
 #else
 #define MV_LAUNCH_BOUNDS(threads)
+#endif
+// A kernel that needs min_blocks blocks resident per SM (a register cap ptxas must meet, e.g.
+// 128 a thread for two blocks of 256) asks for it at levels 0-2, where the timeline stands for
+// the plain kernel; level 3 lifts the cap, as MV_LAUNCH_BOUNDS does, for the probes' registers.
+#if MV_LEVEL >= 3
+#define MV_LAUNCH_BOUNDS_MIN(threads, min_blocks) __launch_bounds__(threads)
+#elif defined(MV_MIN_BLOCKS) && MV_LEVEL >= 1
+#define MV_LAUNCH_BOUNDS_MIN(threads, min_blocks) __launch_bounds__(threads, MV_MIN_BLOCKS)
+#else
+#define MV_LAUNCH_BOUNDS_MIN(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 #endif
 #if MV_LEVEL < 3
 #define MV_WARPS_BEGIN(n_tiles)

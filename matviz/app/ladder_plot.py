@@ -4,6 +4,7 @@ against cuBLAS and the FP32 peak, measured in one run, drawn with pyqtgraph offs
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from matviz.app.sweep_plot import BAR, SIZE, chart, hline, save_widget
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
 from matviz.errors import MatvizError
+
+TICK_CHARS = 17  # characters per line of a tick's configuration
 
 
 def build_widget(rows: list[dict[str, Any]]) -> QWidget:
@@ -38,10 +41,13 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
                            color=palette.FOREGROUND, anchor=(0.5, 1.05))  # fmt: skip
         item.setPos(i, gflops[i])
         plot.addItem(item)
-    ticks = [(i, f"{r.get('number', 0):02d} {r['kernel']}\n{r['config']}")
+    # a long configuration wraps, so that eight or more rungs keep their labels apart
+    ticks = [(i, "\n".join([f"{r.get('number', 0):02d} {r['kernel']}",
+                             *textwrap.wrap(str(r["config"]), TICK_CHARS)]))
              for i, r in enumerate(rows)]  # fmt: skip
+    lines = max(label.count("\n") + 1 for _, label in ticks)
     plot.getAxis("bottom").setTicks([ticks])
-    plot.getAxis("bottom").setHeight(48)  # two lines of tick text
+    plot.getAxis("bottom").setHeight(18 * lines + 12)
     plot.setLabel("left", "GFLOP/s")
     plot.setXRange(-0.6, len(rows) - 0.4, padding=0)
     plot.setYRange(0, 1.1 * max(peak, float(gflops.max())), padding=0)

@@ -10,7 +10,8 @@ log time ratios, finite-difference Jacobian), prints the fit and writes it into 
 the constants and a ``fit`` entry (the recordings and other cases, the rms and per-case errors,
 the date) that every simulated trace's manifest carries (``--dry-run``: only print).
 ``--seed-figures`` uses the measured 4096^3 H200 rates the lessons quote instead of recordings;
-``--with-seed-figures`` fits to both.
+``--with-seed-figures`` fits to both. ``--with-ladder`` adds the bundled ladder (``matviz bench``
+rows: every kernel at its fastest configuration, 4096^3, with the registers ptxas gave it).
 """
 
 from __future__ import annotations
@@ -81,6 +82,27 @@ SEED_FIGURES = (
     _seed_case("tiled T32 P1", "tiled", {"tile": 32, "pad": 1}, 8.8 / 1.21),
     _seed_case("transposed T32 P0", "tiled_transposed", {"tile": 32, "pad": 0}, 8.8 / 1.21 / 1.39),
 )
+
+
+def ladder_cases(path: Path | None = None) -> list[Case]:
+    """A case per row of a ``matviz bench --json`` file (default: the bundled H200 ladder)."""
+    from matviz.bench.ladder import LADDER_H200
+
+    path = LADDER_H200 if path is None else path
+    try:
+        rows = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MatvizError(f"cannot read the ladder {path}: {exc}") from None
+    cases = []
+    for row in rows if isinstance(rows, list) else []:
+        try:
+            n, ms = int(row["size"]), float(row["ms"])
+            label = f"ladder {row['kernel']} {row['config']}"
+            cases.append(Case(label, row["kernel"], dict(row["params"]), (n, n, n), ms,
+                              int(row["registers"])))  # fmt: skip
+        except (KeyError, TypeError, ValueError):
+            raise MatvizError(f"the ladder {path} has a malformed row") from None
+    return cases
 
 
 def recording_cases(folder: Path = RECORDINGS_DIR) -> list[Case]:
@@ -159,7 +181,8 @@ def compare(cases: list[Case], device: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def print_rows(rows: list[dict[str, Any]], out=sys.stdout) -> None:
+def print_rows(rows: list[dict[str, Any]], out=None) -> None:
+    out = out or sys.stdout  # at call time: a default bound at import would outlive a redirect
     print(
         f"{'recording':28s} {'rec ms':>9s} {'sim ms':>9s} {'err %':>7s} {'rec TF':>7s} "
         f"{'sim TF':>7s} {'waves':>9s} {'hist':>5s} {'1st us rec/sim':>15s}",
@@ -254,8 +277,9 @@ def fit(
     return fitted
 
 
-def print_fit(entry: dict, out=sys.stdout) -> None:
+def print_fit(entry: dict, out=None) -> None:
     """The fit entry as the README quotes it."""
+    out = out or sys.stdout
     print(f"fit of {', '.join(entry['names'])} ({entry['date']}, {entry['source']}):", file=out)
     for label, err in entry["errors_pct"].items():
         print(f"  {label:28s} {err:+6.2f}%", file=out)
@@ -280,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="fit to the recordings and the measured 4096^3 rates together",
     )
+    parser.add_argument(
+        "--with-ladder",
+        action="store_true",
+        help="add the bundled ladder: every kernel at its fastest configuration, 4096^3",
+    )
     parser.add_argument("--fit", action="store_true", help="fit constants and write the JSON")
     parser.add_argument("--names", nargs="+", help="constants to fit")
     parser.add_argument("--date", help="date of the fit (default: today)")
@@ -290,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         cases = list(SEED_FIGURES) if args.seed_figures else recording_cases(args.recordings)
         if args.with_seed_figures and not args.seed_figures:
             cases += SEED_FIGURES
+        if args.with_ladder:
+            cases += ladder_cases()
         if not cases:
             print(f"no recordings in {args.recordings}; try --seed-figures")
             return 1
@@ -300,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             source = "seed figures (4096^3 H200)" if args.seed_figures else "recordings"
             if args.with_seed_figures and not args.seed_figures:
                 source = "recordings + seed figures (4096^3 H200)"
+            if args.with_ladder:
+                source += " + ladder (4096^3 H200)"
             fitted = fit(cases, device, names, source=source, date=args.date)
             print("\nfitted: " + ", ".join(f"{n}={fitted['model'][n]:.4g}" for n in names))
             print_rows(compare(cases, fitted))

@@ -224,8 +224,17 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     pipes = ((work + store) ** q + memory**q) ** (1 / q)
     skews = (m["load_skew_ns"], m["compute_skew_frac"] * k_loop)
     mean_skew = sum(max_exp_moments(s, warps)[0] for s in skews)
-    period = load + k_loop + 2 * m["barrier_ns"] + mean_skew  # one k-step, alone
-    alone = ends + config.n_steps * period
+    # A pipeline of S stages issues a step's copy S - 1 steps ahead: the wait for it is what
+    # S - 1 steps of compute (and their one barrier each) leave of its latency, and the warps
+    # still issue the copies' instructions in every step. Only the first copy is waited for
+    # whole. One step at a time, the whole load comes before each compute.
+    ahead = config.layout.in_flight - 1
+    barriers = (m["barrier_ns"], m["barrier_ns"] if not ahead else 0.0)
+    hidden = ahead * (k_loop + sum(barriers))
+    exposed = store + max(load - store - hidden, 0.0) if ahead else load
+    first_extra = load - exposed
+    period = exposed + k_loop + sum(barriers) + mean_skew  # one k-step, alone
+    alone = ends + first_extra + config.n_steps * period
     cap = min(pipes / period, 1.0)  # the SM share a block running alone uses
     return (
         out
@@ -234,7 +243,10 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
             "step_bytes": step_bytes,
             "memory_ns": memory,
             "store_ns": store,
-            "load_ns": load,
+            "copy_ns": load,
+            "load_ns": exposed,  # the part of a step's load its block waits for
+            "first_load_extra_ns": first_extra,
+            "segment_barrier_ns": list(barriers),
             "work_ns": work,
             "compute_ns": k_loop,
             "pipe_ns": pipes,
@@ -289,9 +301,12 @@ def tile_skews(rng, model: dict, totals: np.ndarray) -> np.ndarray:
 def tile_offsets(model: dict, skews: np.ndarray) -> np.ndarray:
     """Times from block start of every tile's (loaded, computed), alone, interleaved: (rows, 2T)."""
     seg = np.empty(skews.shape)
-    seg[..., 0] = model.get("load_ns", 0.0) + model["barrier_ns"] + skews[..., 0]
-    seg[..., 1] = model.get("compute_ns", 0.0) + model["barrier_ns"] + skews[..., 1]
+    barriers = model.get("segment_barrier_ns", [model["barrier_ns"]] * 2)
+    seg[..., 0] = model.get("load_ns", 0.0) + barriers[0] + skews[..., 0]
+    seg[..., 1] = model.get("compute_ns", 0.0) + barriers[1] + skews[..., 1]
     rows, tiles = skews.shape[0], skews.shape[1]
+    if tiles:
+        seg[:, 0, 0] += model.get("first_load_extra_ns", 0.0)  # a pipeline's first copy
     return model["prologue_ns"] + np.cumsum(seg.reshape(rows, 2 * tiles), axis=1)
 
 

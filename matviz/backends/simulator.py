@@ -57,7 +57,7 @@ from matviz.backends.sim_schedule import (
     share_table,
 )
 from matviz.core import access, sampling
-from matviz.core.config import KernelConfig
+from matviz.core.config import KernelConfig, PhaseMarks
 from matviz.core.kernel import STATIC_SMEM_LIMIT
 from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy
@@ -80,7 +80,7 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
     dev = load_device(DEFAULT_DEVICE if device is None else device)
     config = request.config().check(min(STATIC_SMEM_LIMIT, dev["smem_per_block"]))
     request.check_probe(config)
-    _check_kstep(config)
+    _model_phases(config)
     # Like a recording, the timeline stands for a level <= 2 build: level 3's probes add
     # registers that the timed kernel does not have (issue 10).
     timeline_level = min(level, 2) or 1
@@ -147,16 +147,23 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
         )
         arrays.update(phase_blocks=phase_rows.astype(np.int64), marks=marks)
     if len(warp_rows):
-        w_stamped, w_skews = kept
-        load, compute = config.phases
-        released = np.stack([w_stamped[:, :, ph.end] for ph in (load, compute)], axis=-1)
-        begins = np.stack([w_stamped[:, :, ph.begin] for ph in (load, compute)], axis=-1)
+        w_times, w_skews, w_begin = kept
+        # the (loaded, computed) segments: each begins where the one before ended
+        released = w_times.reshape(len(warp_rows), n_tiles, 2)
+        begins = np.empty_like(released)
+        begins[:, :, 1] = released[:, :, 0]
+        begins[:, 0, 0] = w_begin
+        begins[:, 1:, 0] = released[:, :-1, 1]
         arrive = warp_arrivals(rng_warp, model, w_skews, released, begins)
         waits = np.maximum(released[:, :, None, :] - arrive, 0)
-        order = np.argsort([load.barrier, compute.barrier])  # barrier_wait's last axis
+        # barrier_wait's last axis: the barriers in the description's order
+        segment = {"loading": 0, "computing": 1}
+        ends = sorted(
+            (ph.barrier, segment[ph.phase.state]) for ph in config.phases if ph.barrier >= 0
+        )
         arrays.update(
             warp_blocks=warp_rows.astype(np.int64),
-            barrier_wait=np.ascontiguousarray(waits[..., order]),
+            barrier_wait=np.ascontiguousarray(waits[..., [s for _, s in ends]]),
         )
     probe = None
     if level >= 3:
@@ -274,8 +281,9 @@ def _detail_marks(fl, model, config, dev, place, totals, n_phase, where, rngs):
     sigma = constant(dev, "shared_tile_jitter")
     launch = dev["model"]["block_launch_ns"]
     marks = np.empty((n_phase, n_tiles, n_marks), np.int64)
-    w_stamped = np.empty((len(where), n_tiles, n_marks), np.int64)
+    w_times = np.empty((len(where), 2 * n_tiles), np.int64)
     w_skews = np.empty((len(where), n_tiles, 2))
+    w_begin = np.empty(len(where), np.int64)
     rows = max(1, DETAIL_CHUNK // (2 * n_tiles))
     rng_jitter = rng_tile
     if sigma > 0 and n_phase:
@@ -296,27 +304,36 @@ def _detail_marks(fl, model, config, dev, place, totals, n_phase, where, rngs):
         frac = offsets / np.maximum(offsets[:, -1:], 1e-9)
         times = progress_times(fl, smid, local, join, begin, finish, frac, r0)
         times = shared_jitter(rng_jit, times, begin, finish, offsets, sigma)
-        stamped = _stamp(config, np.rint(times).astype(np.int64), begin)
+        rounded = np.rint(times).astype(np.int64)
         if r0 < n_phase:
-            marks[r0:r1] = stamped
+            marks[r0:r1] = _stamp(config, rounded, begin)
         inside = (where >= r0) & (where < r1)
-        w_stamped[inside] = stamped[where[inside] - r0]
+        w_times[inside] = rounded[where[inside] - r0]
         w_skews[inside] = skews[where[inside] - r0]
-    return marks, (w_stamped, w_skews)
+        w_begin[inside] = np.rint(begin[where[inside] - r0])
+    return marks, (w_times, w_skews, w_begin)
 
 
 def _stamp(config: KernelConfig, marks: np.ndarray, begin: np.ndarray) -> np.ndarray:
-    """The trace's marks (rows, k-steps, marks) from the interleaved (loaded, computed) ones."""
-    issue = np.empty_like(marks[:, 0::2])
-    issue[:, 0] = np.rint(begin)
-    issue[:, 1:] = marks[:, 1:-1:2]  # a tile's loads go out when the last one is computed
-    # The model's k-step (see _check_kstep): a loading phase ending at barrier 0, then a
-    # computing phase ending at barrier 1, chained: the marks are issue, loaded, computed.
-    load, compute = config.phases
+    """The trace's marks (rows, k-steps, marks) from the interleaved (loaded, computed) ones.
+
+    A step's loads go out when the previous step is computed or, in a pipeline of S stages,
+    when step t - S + 1 has landed (the first S - 1 at the block's begin); see _model_phases.
+    """
+    phases = _model_phases(config)
+    assert phases is not None  # marks exist only for kernels with k-steps
+    load, compute = phases
+    loaded, computed = marks[:, 0::2], marks[:, 1::2]
+    ahead = config.layout.in_flight - 1
+    trigger, lag = (loaded, ahead) if ahead else (computed, 1)
+    issue = np.empty_like(loaded)
+    issue[:, :lag] = np.rint(begin)[:, None]
+    issue[:, lag:] = trigger[:, : max(issue.shape[1] - lag, 0)]
     stamped = np.empty(issue.shape + (len(config.marks),), np.int64)
     stamped[:, :, load.begin] = issue
-    stamped[:, :, load.end] = marks[:, 0::2]
-    stamped[:, :, compute.end] = marks[:, 1::2]
+    stamped[:, :, load.end] = loaded
+    stamped[:, :, compute.begin] = loaded  # the same mark where one step runs at a time
+    stamped[:, :, compute.end] = computed
     return stamped
 
 
@@ -325,27 +342,50 @@ def _positions(detail: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return order[np.searchsorted(detail[order], rows)]
 
 
-def _check_kstep(config: KernelConfig) -> None:
-    """The model's k-step: one chained channel of three marks, a loading phase from the first
-    to the second, then a computing phase from the second to the third, each closed by a
-    barrier; the trace's ``marks`` hold them in the description's order."""
-    ks = config.kstep
-    if ks is None:
-        return
-    marks = ks.channels[0]
-    fits = (
-        len(ks.channels) == 1
-        and ks.chained
-        and len(marks) == 3
-        and [(ph.begin, ph.end, ph.state) for ph in ks.phases]
-        == [(marks[0], marks[1], "loading"), (marks[1], marks[2], "computing")]
-        and all(ph.barrier for ph in ks.phases)
-    )
-    if not fits:
-        raise MatvizError(
-            f"the simulator models k-steps of one load and one compute phase, each ending at a "
-            f"barrier; kernel {config.kernel.name} has another k-step"
+def _model_phases(config: KernelConfig) -> tuple[PhaseMarks, PhaseMarks] | None:
+    """The k-step's (loading, computing) phases in one of the two forms the model knows, or
+    None for a kernel without k-steps.
+
+    * one k-step at a time: one chained channel of three marks, a loading phase from the
+      first to the second, a computing phase from the second to the third, each closed by a
+      barrier;
+    * a pipeline of ``in_flight`` stages: two unchained channels of two marks, the loading
+      phase (the copy, closed by the k-step's one barrier) in one and the computing phase in
+      the other. Step t computes right after its copy landed, and the copy of step
+      t + in_flight - 1 goes out then too.
+    """
+    layout = config.layout
+    if not layout.phases:
+        return None
+    by_state = {ph.phase.state: ph for ph in layout.phases}
+    load, compute = by_state.get("loading"), by_state.get("computing")
+    if load is None or compute is None or len(layout.phases) != 2:
+        fits = False
+    elif layout.in_flight == 1:
+        channel = layout.channels[0] if len(layout.channels) == 1 else ()
+        fits = (
+            layout.chained
+            and len(channel) == 3
+            and (load.begin, load.end, compute.begin, compute.end) == channel[:2] + channel[1:]
+            and load.barrier >= 0
+            and compute.barrier >= 0
         )
+    else:
+        fits = (
+            not layout.chained
+            and len(layout.channels) == 2
+            and all(len(ch) == 2 for ch in layout.channels)
+            and load.channel != compute.channel
+            and load.barrier >= 0
+            and compute.barrier < 0
+        )
+    if not fits or load is None or compute is None:
+        raise MatvizError(
+            f"the simulator models k-steps of a load and a compute phase, one step at a time "
+            f"with a barrier after each or pipelined with one barrier per step; kernel "
+            f"{config.kernel.name} has another k-step"
+        )
+    return load, compute
 
 
 def _stats(config: KernelConfig, blocks: np.ndarray, dev: dict) -> Stats:

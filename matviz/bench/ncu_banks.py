@@ -32,6 +32,14 @@ METRICS = {
     "ld_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "st_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
 }
+# Kernels whose stores are cp.async (LDGSTS) add these: ncu counts LDGSTS apart from STS, and
+# has no wavefront counter of its own for it, so its wavefronts are all of shared memory's less
+# the loads' and the stores'.
+ASYNC_METRICS = {
+    "ldgsts_inst": "sm__sass_inst_executed_op_ldgsts.sum",
+    "ldgsts_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
+    "all_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+}
 TOLERANCE = 0.05
 
 
@@ -49,8 +57,16 @@ def configurations(shared_only: bool = True):
 
 def print_list(configs) -> int:
     for tag, kernel, params in configs:
+        copies = int(any(site.async_copy for site in kernel.sites))
         print(f"{tag}\t{kernel.name}\t{json.dumps(params, separators=(',', ':'))}"
-              f"\t{kernel.entry_point}")  # fmt: skip
+              f"\t{kernel.entry_point}\t{copies}")  # fmt: skip
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    """The --metrics list for ncu: every configuration's, plus LDGSTS's with --async."""
+    metrics = {**METRICS, **ASYNC_METRICS} if args.copies else METRICS
+    print(",".join(metrics.values()))
     return 0
 
 
@@ -134,6 +150,9 @@ def model_row(kernel: str, params: dict, size: int) -> dict:
         inst = costs[f"{key}_inst"]
         out[f"{key}_per_inst"] = costs[f"{key}_wavefronts"] / inst if inst else float("nan")
         out[f"{key}_inst_grid"] = inst * config.n_blocks
+        extra = costs[f"{key}_wavefronts"] - costs[f"{key}_ideal"]
+        out[f"{key}_conflicts_per_inst"] = extra / inst if inst else float("nan")
+    out["copies"] = any(rs.site.async_copy for rs in config.sites)
     return out
 
 
@@ -157,7 +176,7 @@ def compare_rows(directory: Path, size: int, jobs: int = 0) -> list[dict]:
             models = dict(pool.map(_model_job, entries))
     rows = []
     for tag, kernel, params, _ in entries:
-        measured = read_ncu_csv(directory / f"{tag}.csv")
+        measured = _with_async_stores(read_ncu_csv(directory / f"{tag}.csv", ALL_METRICS))
         row = {"tag": tag, "kernel": kernel, "params": params, **models[tag]}
         for key in ("ld", "st"):
             inst, waves = measured.get(f"{key}_inst"), measured.get(f"{key}_wavefronts")
@@ -169,8 +188,25 @@ def compare_rows(directory: Path, size: int, jobs: int = 0) -> list[dict]:
             conflict = row[f"degree_{key}"] > 1
             diff = row[f"{key}_diff"]
             row[f"{key}_flag"] = bool(conflict and diff is not None and abs(diff) > TOLERANCE)
+        copies, conflicts = measured.get("ldgsts_inst"), measured.get("ldgsts_conflicts")
+        row["copy_conflicts_measured"] = conflicts / copies if copies and conflicts is not None \
+            else None  # fmt: skip
         rows.append(row)
     return rows
+
+
+ALL_METRICS = {**METRICS, **ASYNC_METRICS}
+
+
+def _with_async_stores(measured: dict[str, float]) -> dict[str, float]:
+    """A kernel whose stores are all LDGSTS: its stores' instructions and wavefronts are
+    LDGSTS's (the model counts a cp.async as a store of its width)."""
+    copies = measured.get("ldgsts_inst") or 0.0
+    if not copies or measured.get("st_inst") or "all_wavefronts" not in measured:
+        return measured
+    rest = measured["all_wavefronts"] - measured.get("ld_wavefronts", 0.0)
+    rest -= measured.get("st_wavefronts", 0.0)
+    return measured | {"st_inst": copies, "st_wavefronts": rest}
 
 
 def _fmt(x, spec=".3f") -> str:
@@ -199,6 +235,17 @@ def format_table(rows: list[dict], size: int) -> str:
             f"| {_fmt(r['st_measured'])} | {_fmt(r['st_diff'], '+.1%')} | {r['degree_st']} "
             f"| {inst[0]} | {inst[1]} | {'FLAG ' + '+'.join(flags) if flags else ''} |"
         )
+    copying = [r for r in rows if r.get("copies")]
+    if copying:
+        lines.append(
+            "\nStores by cp.async (LDGSTS, in the STS columns above): bank conflicts per "
+            "instruction, the model's extra wavefronts against ncu's "
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.\n\n"
+            "| configuration | model | ncu |\n| --- | --- | --- |"
+        )
+        for r in copying:
+            lines.append(f"| {r['tag']} | {r['st_conflicts_per_inst']:.3f} "
+                         f"| {_fmt(r['copy_conflicts_measured'])} |")  # fmt: skip
     missing = [r["tag"] for r in rows if r["ld_measured"] is None and r["st_measured"] is None]
     if missing:
         lines.append(f"\nno ncu data for: {', '.join(missing)}")
@@ -219,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m matviz.bench.ncu_banks", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list").set_defaults(fn=cmd_list)
+    metrics = sub.add_parser("metrics")
+    metrics.add_argument("--copies", action="store_true", help="add the LDGSTS counters")
+    metrics.set_defaults(fn=cmd_metrics)
     launch = sub.add_parser("launch")
     launch.add_argument("kernel")
     launch.add_argument("params", help="the kernel's parameters as JSON")

@@ -12,8 +12,8 @@ SIZE=${SIZE:-1024}
 dir="$OUT/ncu_banks"
 mkdir -p "$dir"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-METRICS=smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,\
-l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum
+METRICS=$(python3 -m matviz.bench.ncu_banks metrics) || exit 2
+COPY_METRICS=$(python3 -m matviz.bench.ncu_banks metrics --copies) || exit 2
 
 NCU=${NCU:-$(command -v ncu || true)}
 if [ -z "$NCU" ]; then
@@ -24,6 +24,12 @@ if [ -z "$NCU" ] || [ ! -x "$NCU" ]; then
   exit 2
 fi
 "$NCU" --version | tee "$dir/ncu_version.txt"
+# the LDGSTS counters this ncu has for this GPU (a name it does not know would fail the run)
+known=$("$NCU" --query-metrics 2>/dev/null | awk '{print $1}')
+COPY_METRICS=$(tr ',' '\n' <<<"$COPY_METRICS" | while read -r m; do
+  grep -qx "${m%.sum}" <<<"$known" && printf '%s,' "$m"; done)
+COPY_METRICS=${COPY_METRICS%,}
+[ -n "$COPY_METRICS" ] || COPY_METRICS=$METRICS
 
 if ! python3 -m matviz.bench.ncu_banks list >"$dir/index.all.tsv"; then
   echo "ncu_banks: could not list the configurations" >&2
@@ -39,12 +45,12 @@ echo "ncu_banks: $total configurations at ${SIZE}^3"
 
 failed=0
 n=0
-while IFS=$'\t' read -r tag kernel params entry; do
+while IFS=$'\t' read -r tag kernel params entry copies; do
   [ -n "$tag" ] || continue
   n=$((n + 1))
   echo "[$n/$total] $tag"
   if ! "$NCU" --clock-control none --target-processes all --kernel-name "$entry" \
-    --launch-count 1 --csv --metrics "$METRICS" \
+    --launch-count 1 --csv --metrics "$([ "$copies" = 1 ] && echo "$COPY_METRICS" || echo "$METRICS")" \
     python3 -m matviz.bench.ncu_banks launch "$kernel" "$params" --size "$SIZE" \
     >"$dir/$tag.csv" 2>"$dir/$tag.err" </dev/null; then
     echo "  ncu or the launch failed: see $dir/$tag.err" >&2

@@ -70,6 +70,7 @@ class StepLayout:
     channels: tuple[tuple[int, ...], ...] = ()
     phases: tuple[PhaseMarks, ...] = ()
     chained: bool = True
+    in_flight: int = 1  # k-steps whose phases overlap (a pipeline's stages)
 
     @classmethod
     def of(cls, kstep: Mapping[str, Any] | None) -> StepLayout:
@@ -89,7 +90,13 @@ class StepLayout:
             left_out = bool(ph.get("barrier_left_out", False))
             phases.append(PhaseMarks(phase, begin, end, channel, index, left_out))
             barrier += bool(phase.barrier)
-        return cls(names, tuple(channels), tuple(phases), bool(kstep.get("chained", True)))
+        return cls(
+            names,
+            tuple(channels),
+            tuple(phases),
+            bool(kstep.get("chained", True)),
+            int(kstep.get("in_flight", 1)),
+        )
 
     @property
     def n_barriers(self) -> int:

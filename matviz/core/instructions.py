@@ -19,7 +19,8 @@ from matviz.core import access, banks
 from matviz.core.config import KernelConfig
 
 OPCODES = {("load", 4): "LDS", ("load", 8): "LDS.64", ("load", 16): "LDS.128",
-           ("store", 4): "STS", ("store", 8): "STS.64", ("store", 16): "STS.128"}  # fmt: skip
+           ("store", 4): "STS", ("store", 8): "STS.64", ("store", 16): "STS.128",
+           ("copy", 4): "LDGSTS", ("copy", 8): "LDGSTS.64", ("copy", 16): "LDGSTS.128"}  # fmt: skip
 # ncu counts 7-16% more store wavefronts than bank conflicts explain: L1 fills of the tile's
 # global loads share the data banks (matviz/core/store_fills.py). The model counts the banks.
 
@@ -136,10 +137,11 @@ class Instruction:
     rows: tuple[int, ...]
     offsets: np.ndarray
     per_step: int  # instructions of this site per warp and k-step
+    async_copy: bool = False  # a cp.async store (LDGSTS), see Site.async_copy
 
     @property
     def opcode(self) -> str:
-        return OPCODES[(self.kind, self.width)]
+        return OPCODES[("copy" if self.async_copy else self.kind, self.width)]
 
     @property
     def conflict_degree(self) -> int:
@@ -196,6 +198,7 @@ def instructions(
                 rows=rows,
                 offsets=np.asarray(rec["offsets"], np.int64),
                 per_step=per_step[name],
+                async_copy=config.site(name).site.async_copy,
             )
         )
     return out
@@ -253,7 +256,8 @@ def block_costs(config: KernelConfig, t: int | None = None, block=(0, 0)) -> dic
     op_{ld,st}`` for that block."""
     sites = plan(config)
     steps = range(max(config.n_steps, 1)) if t is None else [t]
-    out = {"ld_inst": 0.0, "st_inst": 0.0, "ld_wavefronts": 0.0, "st_wavefronts": 0.0}
+    out = dict.fromkeys(("ld_inst", "st_inst", "ld_wavefronts", "st_wavefronts"), 0.0)
+    out |= {"ld_ideal": 0.0, "st_ideal": 0.0}  # the wavefronts without a conflict
     for step in steps:
         for warp in range(config.warps):
             rec = access.access_records(config, warp, block, step)
@@ -263,6 +267,7 @@ def block_costs(config: KernelConfig, t: int | None = None, block=(0, 0)) -> dic
                 key = "ld" if ins.kind == "load" else "st"
                 out[f"{key}_inst"] += 1
                 out[f"{key}_wavefronts"] += ins.wavefronts
+                out[f"{key}_ideal"] += ins.ideal_wavefronts
     return out
 
 

@@ -223,10 +223,15 @@ class Site:
     # bytes per lane of the global load that feeds a store with ``source`` (0: ``width``): a
     # float4 load stored as 4 scalars (a transpose) is 16, feeding 4 consecutive instances
     global_width: int = 0
+    # a cp.async (SASS LDGSTS): the store goes from global memory straight to shared memory,
+    # with no register in between and no wait for the load
+    async_copy: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("load", "store"):
             raise ValueError(f"site {self.name}: kind must be load or store")
+        if self.async_copy and (self.kind != "store" or self.source is None):
+            raise ValueError(f"site {self.name}: an async copy is a store with a source")
         if self.global_width and (self.source is None or self.global_width % self.width):
             raise ValueError(
                 f"site {self.name}: global_width needs a source and a multiple of the width"
@@ -359,6 +364,13 @@ class Kernel:
             if p.name == name:
                 return p
         raise MatvizError(f"kernel {self.name} has no parameter '{name}'")
+
+    def site(self, name: str) -> Site:
+        """The shared-memory access site ``name``, for a description that varies another's."""
+        for s in self.sites:
+            if s.name == name:
+                return s
+        raise MatvizError(f"kernel {self.name} has no access site '{name}'")
 
     @property
     def param_names(self) -> tuple[str, ...]:

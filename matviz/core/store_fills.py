@@ -19,6 +19,9 @@ from pathlib import Path
 from matviz.paths import RESOURCE_DIR
 
 MEASUREMENTS = RESOURCE_DIR / "bench" / "h200_ncu_store_fills_1024.txt"
+# ncu against the bank model at 1024^3; its cp.async table rows: | configuration | model | ncu |
+BANKS_TABLE = RESOURCE_DIR / "bench" / "h200_ncu_banks_1024.md"
+_COPY_HEADER = "| configuration | LDGSTS conflicts per instruction, model | ncu |"
 VARIANTS = ("plain", "ldcg", "const")
 _LINE = re.compile(r"^(\w+) (\{[^}]*\}) (\w+) (.*)$")
 _METRIC = re.compile(r"([\w.]+)=([\d,]+)")
@@ -65,3 +68,28 @@ def excess_range() -> tuple[float, float]:
         if c.variant == "plain" and (key := (c.kernel, json.dumps(c.params))) in base
     ]
     return (min(shares), max(shares)) if shares else (0.0, 0.0)
+
+
+@lru_cache(maxsize=1)
+def copy_conflicts(path: Path = BANKS_TABLE) -> tuple[tuple[float, float], ...]:
+    """(model, ncu) bank conflicts per cp.async store instruction (LDGSTS) of every measured
+    configuration; () where the table has none."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ()
+    out = []
+    inside = False
+    for line in lines:
+        if line.strip() == _COPY_HEADER:
+            inside = True
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if inside and len(cells) == 3 and not cells[1].startswith("-"):
+            try:
+                out.append((float(cells[1]), float(cells[2])))
+            except ValueError:
+                continue
+        elif inside and line.strip() and not line.startswith("|"):
+            inside = False
+    return tuple(out)

@@ -147,6 +147,7 @@ class KStep(_Section):
     channels: Annotated[list[Annotated[list[str], Field(min_length=1)]], Field(min_length=1)]
     phases: list[StepPhase]
     chained: bool = True
+    in_flight: Positive = 1
 
 
 class DescribedParam(_Section):

@@ -206,6 +206,42 @@ def test_lanes_progress_counts_finished_ksteps(views, session):
     assert "at the playhead: computing (mma) · k-tile t = 2 of 16" in lanes.describe(17)
 
 
+def test_lanes_open_the_selected_block_into_its_channels(views, session):
+    lanes = views[SmLanesView]
+    pipeline = simulate("async_pipeline", 520, 384, 1000, level=2, BM=64, BN=64, STAGES=3)
+    session.set_trace(pipeline)
+    session.select_block(0)
+    steps = lanes.steps
+    assert not steps.isHidden() and steps.bars is not None
+    ticks = [label for _, label in steps.plot.getPlotItem().getAxis("left")._tickLevels[0]]
+    assert ticks == ["copy", "compute"]
+    assert "3 k-steps in flight: copy and compute overlap" in steps.caption.text()
+    # one bar per phase and step, in the state's colour, placed on its row and its times
+    opts = steps.rects.opts
+    assert len(opts["x0"]) == 2 * pipeline.n_tiles
+    np.testing.assert_allclose(opts["x0"], steps.bars.begin / 1000.0)
+    i = int(np.flatnonzero(steps.bars.row == 1)[5])  # the compute row, sixth bar
+    mid_us = (steps.bars.begin[i] + steps.bars.end[i]) / 2000.0
+    assert steps.bar_at(mid_us, 0.5) == i  # the compute row is the lower one
+    assert steps.describe(i).startswith(f"compute of k-step {steps.bars.step[i]}: ")
+    # the tiled kernel: one row of load and compute in turn
+    session.set_trace(sim(level=2))
+    session.select_block(0)
+    assert [label for _, label in steps.plot.getPlotItem().getAxis("left")._tickLevels[0]] == [
+        "load · compute"
+    ]
+    assert "in flight" not in steps.caption.text()
+    # no marks for this block, or none at all: one line says why, no plot
+    session.set_trace(
+        run(RunRequest("async_pipeline", 520, 384, 1000, params={}, level=2, phase_every=4))
+    )
+    session.select_block(1)
+    assert steps.bars is None and steps.plot.isHidden()
+    assert "pick block 0" in steps.caption.text()
+    session.set_trace(sim("naive", level=2, pad=None))
+    assert steps.isHidden()
+
+
 # -- tiles -----------------------------------------------------------------------------------
 def test_tiles_label_shared_memory(views, session):
     trace = sim("tiled", 512, 32, 1)
@@ -342,6 +378,22 @@ def test_banks_lists_the_instructions_ptxas_emits(views, session):
     banks.sites.setCurrentIndex(0)  # st_As
     note = banks.note.text()
     assert "L1 fills" in note and "__ldcg" in note
+
+
+def test_banks_name_cp_async_stores_and_what_ncu_counts_for_them(views, session):
+    session.set_trace(simulate("async_pipeline", 256, 256, 256, BK=16, swizzle=0, pad=0))
+    banks = views[BanksView]
+    banks.sites.setCurrentIndex(0)  # st_As: A's elements, one cp.async each
+    instr = banks.instruction()
+    assert (instr.site, instr.opcode) == ("st_As", "LDGSTS")
+    assert banks.conflict_degree == 4  # BK=16 transposed without a swizzle
+    assert "ptxas writes As with 8 LDGSTS per k-tile" in banks.summary.text()
+    note = banks.note.text()
+    assert "cp.async store (LDGSTS) counts 5.5–10.1 bank conflicts" in note
+    assert "L1 fills" not in note  # that note is about STS fed by loads through registers
+    items = [banks.sites.itemText(i) for i in range(banks.sites.count())]
+    banks.sites.setCurrentIndex(next(i for i, text in enumerate(items) if "st_Bs" in text))
+    assert banks.instruction().opcode == "LDGSTS.128"  # B: 16 bytes a lane
 
 
 @pytest.mark.parametrize(("kernel", "tile", "pad", "expected"), [

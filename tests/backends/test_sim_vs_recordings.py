@@ -102,3 +102,31 @@ def test_recorded_and_simulated_manifests_have_the_same_sections():
     for section in ("timer", "geometry", "sampling", "stats", "description"):
         assert set(recorded.manifest[section]) == set(simulated.manifest[section]), section
     assert recorded.manifest["description"] == simulated.manifest["description"]
+
+
+# -- the 4096^3 ladder (`matviz bench` rows), part of the fit ----------------------------------
+def test_every_ladder_rung_simulates_within_25_percent():
+    from matviz.backends.devices import load_device
+    from matviz.backends.sim_fit import compare, ladder_cases
+
+    cases = ladder_cases()
+    assert {c.kernel for c in cases} >= {"vectorized", "async_pipeline", "warp_tiling"}
+    for row in compare(cases, load_device("h200")):
+        assert abs(row["error_pct"]) < 25, row
+
+
+@pytest.mark.parametrize(
+    "text", ["", '[{"kernel": "tiled"', "{}", '[{"kernel": "tiled", "size": "x"}]', "[5]"]
+)
+def test_a_malformed_ladder_is_one_line(tmp_path, text):
+    from matviz.backends.sim_fit import ladder_cases
+    from matviz.errors import MatvizError
+
+    path = tmp_path / "ladder.json"
+    path.write_text(text)
+    if text == "{}":  # not a list of rows: no cases
+        assert ladder_cases(path) == []
+        return
+    with pytest.raises(MatvizError) as info:
+        ladder_cases(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)

@@ -407,7 +407,15 @@ def test_any_load_site_that_walks_a_row_vectorises(extra_kernels):
 
 LOAD = Phase("load", "issue", "loaded", "loading", barrier="__syncthreads")
 COMPUTE = Phase("compute", "loaded", "computed", "computing", barrier="__syncthreads")
-UNDRAWABLE = {  # k-steps the model cannot draw: only one chained load -> compute channel fits
+PIPELINE = dict(
+    channels=(("issue", "loaded"), ("waited", "computed")),
+    phases=(LOAD, Phase("compute", "waited", "computed", "computing")),
+    chained=False,
+    in_flight=2,
+)
+# k-steps the model cannot draw: one chained load -> compute channel fits, and a pipeline of
+# a copy channel (closed by the one barrier) beside a compute channel
+UNDRAWABLE = {
     "one_phase": dict(channels=(("loaded", "computed"),), phases=(COMPUTE,)),
     "two_channels": dict(
         channels=(("issue", "loaded"), ("waited", "computed")),
@@ -419,7 +427,40 @@ UNDRAWABLE = {  # k-steps the model cannot draw: only one chained load -> comput
         channels=(("issue", "loaded", "computed", "stored"),),
         phases=(LOAD, COMPUTE, Phase("store", "computed", "stored", "loading")),
     ),
+    "pipeline_chained": PIPELINE | dict(chained=True),
+    "pipeline_compute_barrier": PIPELINE | dict(
+        phases=(LOAD, Phase("compute", "waited", "computed", "computing", "__syncthreads"))),
+    "pipeline_one_channel": PIPELINE | dict(channels=(("issue", "loaded", "waited", "computed"),)),
 }  # fmt: skip
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_a_pipeline_issues_each_copy_stages_minus_one_steps_ahead(stages):
+    params = {"BM": 64, "BN": 64, "BK": 16, "STAGES": stages}
+    trace = run(RunRequest("async_pipeline", 520, 384, 1000, params=params, level=3))
+    marks = ("issue", "landed", "begin", "computed")
+    issue, landed, begin, computed = (trace.mark(m) for m in marks)
+    ahead = stages - 1
+    # the copy of step t goes out when step t - S + 1 has landed, the first S - 1 at the start
+    np.testing.assert_array_equal(issue[:, ahead:], landed[:, :-ahead])
+    assert np.all(issue[:, :ahead] == issue[:, :1]) and np.all(issue[:, :1] < landed[:, :1])
+    np.testing.assert_array_equal(begin, landed)  # a step computes once its copy landed
+    assert np.all(computed[:, :-1] <= landed[:, 1:]) and np.all(begin < computed)
+    # one barrier per step: the copy's
+    assert trace.barrier_wait.shape[1:] == (trace.n_tiles, trace.config.warps, 1)
+    assert trace.manifest["description"]["kstep"]["in_flight"] == stages
+
+
+def test_more_stages_hide_more_of_the_copy():
+    derived = []
+    for stages in (2, 3, 4):
+        params = {"BM": 64, "BN": 64, "BK": 8, "STAGES": stages}
+        trace = run(RunRequest("async_pipeline", 2048, 2048, 2048, params=params, level=1))
+        derived.append(trace.manifest["details"]["model"]["derived"])
+    waits = [d["load_ns"] for d in derived]  # what the block still waits for per step
+    assert waits[0] > 0 and waits[0] >= waits[1] >= waits[2]
+    assert all(d["copy_ns"] == derived[0]["copy_ns"] for d in derived)  # the same copies
+    assert derived[0]["alone_ns"] >= derived[1]["alone_ns"] >= derived[2]["alone_ns"]
 
 
 @pytest.mark.parametrize("name", sorted(UNDRAWABLE))

@@ -136,7 +136,9 @@ def test_block_costs_per_warp_and_step():
     cfg = config("tiled", size=64, tile=32, pad=0)  # 2 k-steps, 32 warps
     costs = ins.block_costs(cfg)
     per = {k: v / (cfg.n_steps * cfg.warps) for k, v in costs.items()}
-    assert per == {"ld_inst": 40, "st_inst": 2, "ld_wavefronts": 8 * 2 + 32, "st_wavefronts": 2}
+    # no conflict at T32 P0: the ideal wavefronts are all of them
+    assert per == {"ld_inst": 40, "st_inst": 2, "ld_wavefronts": 8 * 2 + 32, "st_wavefronts": 2,
+                   "ld_ideal": 8 * 2 + 32, "st_ideal": 2}  # fmt: skip
 
 
 def test_store_excess_is_l1_fills_as_measured():
@@ -166,7 +168,7 @@ NCU_HEADER = (
 
 
 def _ncu_csv(values: dict[str, str], header: bool = True) -> str:
-    from matviz.bench.ncu_banks import METRICS
+    from matviz.bench.ncu_banks import ALL_METRICS as METRICS
 
     lines = ["==PROF== Connected to process 1", NCU_HEADER] if header else []
     for key, value in values.items():
@@ -209,3 +211,57 @@ def test_ncu_compare_flags_only_where_the_model_predicts_a_conflict(tmp_path):
     assert rows["none"]["ld_measured"] is None
     table = format_table(list(rows.values()), 64)
     assert "FLAG st" in table and "flagged: t32p0" in table and "no ncu data for: none" in table
+
+
+def test_ncu_compare_reads_cp_async_stores_from_the_ldgsts_counters(tmp_path):
+    from matviz.bench.ncu_banks import compare_rows, format_table
+
+    params = {"BM": 64, "BN": 64, "BK": 16, "STAGES": 2, "pad": 0, "swizzle": 0}
+    (tmp_path / "index.tsv").write_text(
+        f"x0\tasync_pipeline\t{json.dumps(params)}\tmv_async_pipeline\t1\n"
+    )
+    # no STS at all; LDGSTS: 50 instructions, 60 conflicts; shared memory's wavefronts in
+    # all 400, of which the loads' 200
+    fake = {"ld_inst": "100", "ld_wavefronts": "200", "st_inst": "0", "st_wavefronts": "0",
+            "ldgsts_inst": "50", "ldgsts_conflicts": "60", "all_wavefronts": "400"}  # fmt: skip
+    (tmp_path / "x0.csv").write_text(_ncu_csv(fake))
+    (row,) = compare_rows(tmp_path, 64, jobs=1)
+    assert row["copies"] and row["st_inst_measured"] == 50
+    assert row["st_measured"] == pytest.approx(200 / 50)  # the rest of the wavefronts
+    assert row["copy_conflicts_measured"] == pytest.approx(60 / 50)
+    assert row["st_conflicts_per_inst"] > 0  # BK=16 without a swizzle: the model's 4-way
+    assert "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts" in format_table([row], 64)
+
+
+@pytest.mark.parametrize(("swizzle", "degree"), [(1, 1), (0, 4)])
+def test_cp_async_stores_are_ldgsts(swizzle, degree):
+    # kernel 07 copies A element by element (its transposing stores, conflict-free with the
+    # swizzle, 4-way without at BK=16) and B in 16 bytes: cp.async, not a load then an STS
+    config = get_kernel("async_pipeline").configure({"swizzle": swizzle}, 1024, 1024, 1024)
+    rec = access.access_records(config, 0, (0, 0), 0)
+    summary = {s.site: s for s in ins.summarise(config, ins.instructions(config, rec))}
+    assert (summary["st_As"].opcode, summary["st_As"].count) == ("LDGSTS", 8)
+    assert summary["st_As"].degree == degree
+    assert (summary["st_Bs"].opcode, summary["st_Bs"].count) == ("LDGSTS.128", 2)
+    assert summary["ld_As"].opcode == "LDS.128"
+
+
+def test_only_a_store_with_a_source_can_be_an_async_copy():
+    from matviz.core.kernel import Site
+
+    with pytest.raises(ValueError, match="async copy"):
+        Site("ld", "load", "As", "compute", at=lambda th, p: (0, 0), async_copy=True)
+    with pytest.raises(ValueError, match="async copy"):
+        Site("st", "store", "As", "load", at=lambda th, p: (0, 0), async_copy=True)
+
+
+def test_the_bundled_cp_async_conflicts_are_read_and_a_broken_table_is_no_data(tmp_path):
+    measured = store_fills.copy_conflicts()
+    assert len(measured) >= 3 and any(model == 0 for model, _ in measured)
+    assert all(ncu > model for model, ncu in measured)  # ncu counts more for every layout
+    header = "| configuration | LDGSTS conflicts per instruction, model | ncu |\n"
+    for text in ("", header + "| a | b |", header + "| x | 1 | ? |"):
+        path = tmp_path / "t.md"
+        path.write_text(text)
+        assert store_fills.copy_conflicts.__wrapped__(path) == ()
+    assert store_fills.copy_conflicts.__wrapped__(tmp_path / "missing.md") == ()

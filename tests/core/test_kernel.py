@@ -210,9 +210,8 @@ def test_source_header_names_the_seed_sections(name: str) -> None:
 def test_source_defines_the_entry_point(name: str) -> None:
     spec = get_kernel(name)
     text = spec.source.read_text()
-    assert re.search(
-        rf'extern "C" __global__ void (MV_LAUNCH_BOUNDS\([^)]*\) )?{spec.entry_point}\(', text
-    )
+    bounds = r"(MV_LAUNCH_BOUNDS(_MIN)?\([^)]*\) )?"
+    assert re.search(rf'extern "C" __global__ void {bounds}{spec.entry_point}\(', text)
 
 
 def test_descriptions_and_kernel_sources_correspond_one_to_one() -> None:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
+from matviz.app.views.block_steps import BlockStepsView
 from matviz.core.timeline import Timeline
 from matviz.core.trace import Trace
 
@@ -138,7 +139,10 @@ class SmLanesView(Retranslating, QWidget):
         top = QHBoxLayout()
         top.addWidget(self.title, 1)
         top.addWidget(self.mode_box)
-        self.stack = palette.stacked(self, self.placeholder, top, (self.plot, 1), self.caption)
+        self.steps = BlockStepsView(session)
+        self.stack = palette.stacked(
+            self, self.placeholder, top, (self.plot, 1), self.caption, self.steps
+        )
 
         self.plot.scene().sigMouseMoved.connect(self._on_move)
         self.plot.scene().sigMouseClicked.connect(self._on_click)
