@@ -284,6 +284,8 @@ def explain(
 
     if timed:
         text = _join(text, tr(txt.PHASE_TIME).format(**span))
+    if phase is not None and (overlap := _overlap(trace, block, t_ns, phase, tr)):
+        text = _join(text, overlap)
     if note:
         text = _join(text, note)
     reuse, extra = _reuse(config, tr)
@@ -291,6 +293,25 @@ def explain(
     paragraphs = [text, reuse, _edge(config, bx, by, tr)]
     body = "\n\n".join(p for p in paragraphs if p)
     return Explanation(tr(title).format(**base), body, tr(concept), nums)
+
+
+def _overlap(trace: Trace, block: int, t_ns: int, phase: PhaseMarks, tr: Tr) -> str:
+    """The other channels' phases ``block`` ran at ``t_ns`` (a pipeline's copies beside its
+    compute), from its own marks; "" with one channel or nothing else running."""
+    layout, row = trace.layout, trace.phase_row(block)
+    if len(layout.channels) < 2 or row is None:
+        return ""
+    marks = trace.marks[row]
+    parts = []
+    for other in layout.phases:
+        if other.channel == phase.channel:
+            continue
+        steps = np.flatnonzero((marks[:, other.begin] <= t_ns) & (t_ns < marks[:, other.end]))
+        if len(steps):
+            listed = ", ".join(str(int(s)) for s in steps)
+            parts.append(tr(txt.OVERLAP).format(other=tr(other.phase.name), steps=listed,
+                                                in_flight=layout.in_flight))  # fmt: skip
+    return " ".join(parts)
 
 
 def diagnostics_slowdown_pct(trace: Trace) -> float | None:

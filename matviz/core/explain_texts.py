@@ -100,6 +100,11 @@ BETWEEN_STEPS = (
     "has not begun."
 )
 PHASE_TIME = "In this trace this phase lasts {dur}, from {begin} to {end}."
+# Several k-steps in flight (a pipeline): the other channels' phases the block stamped around t.
+OVERLAP = (
+    "Meanwhile its {other} phase runs for k-tile t = {steps}: {in_flight} k-steps are in flight, "
+    "and the strip under the SM lanes draws them side by side as the block stamped them."
+)
 # Barrier waits come from the separate level-3 run: said apart, never as part of this phase.
 WAITS_ELSEWHERE = (
     "How long each warp waited at the {which} {barrier} was measured in a separate, slower "

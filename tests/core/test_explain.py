@@ -553,3 +553,22 @@ def test_the_facts_say_how_many_multiply_adds_each_shared_value_feeds(
     assert f"{ratio} multiply-adds per value read" in text
     naive = " ".join(trace_facts(run(RunRequest("naive", 64, 64, 64, {}, backend="sim"))))
     assert "per value read" not in naive  # no shared memory: nothing to count
+
+
+def test_a_pipeline_step_names_the_copies_in_flight_beside_it():
+    trace = load_trace(TRACE_DIR / "async_pipeline_bm128_bn128_bk16_tm8_tn8_s3_p0_x1_1024.mvz")
+    timeline = Timeline(trace)
+    row = trace.phase_row(36)
+    t = int(trace.mark("begin")[row, 10]) + 1
+    body = explain(trace, timeline, 36, t).body
+    assert "computing k-tile t = 10 of 64" in body
+    # from the block's own marks: the copies of steps 11 and 12 were issued and not yet landed
+    issue, landed = trace.mark("issue")[row], trace.mark("landed")[row]
+    running = [s for s in range(trace.n_tiles) if issue[s] <= t < landed[s]]
+    assert running == [11, 12]
+    assert "Meanwhile its copy phase runs for k-tile t = 11, 12: 3 k-steps are in flight" in body
+    # one channel at a time: no such sentence
+    tiled = load_trace(TRACE_DIR / "tiled_t32_p0_1024.mvz")
+    row = tiled.phase_row(0)
+    mid = int(tiled.mark("loaded")[row, 3]) + 1
+    assert "Meanwhile" not in explain(tiled, Timeline(tiled), 0, mid).body
