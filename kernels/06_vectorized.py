@@ -77,7 +77,7 @@ KERNEL = Kernel(
             "(BM={BM} BN={BN} BK={BK} TM={TM} TN={TN})",
         ),
         Constraint(lambda p: not (p.pad and p.swizzle),
-                   "padding (pad={pad}) or a swizzle (swizzle={swizzle}), not both"),
+                   "padding (pad={pad}) or a swizzle (swizzle={swizzle}), not both: set one to 0"),
     ),  # fmt: skip
     launch=lambda p, M, N, K: Launch(
         grid=(cdiv(N, p.BN), cdiv(M, p.BM)), block=(threads(p), 1), c_tile=(p.BM, p.BN)

@@ -34,17 +34,29 @@ class StepBars:
         """Time during which phases of two rows run at once (0 with a single channel)."""
         if len(self.rows) < 2:
             return 0
-        edges = np.unique(np.concatenate([self.begin, self.end]))
-        mid = (edges[:-1] + edges[1:]) / 2
-        running = [np.zeros(len(mid), bool) for _ in self.rows]  # per row: a bar covers it
+        times, steps = [], []
         for r in range(len(self.rows)):
             on = self.row == r
-            if on.any():
-                b, e = self.begin[on], self.end[on]
-                inside = (mid[:, None] >= b[None, :]) & (mid[:, None] < e[None, :])
-                running[r] = inside.any(axis=1)
-        both = np.sum(running, axis=0) >= 2
-        return int(np.sum(np.diff(edges)[both]))
+            begin, end = _union(self.begin[on], self.end[on])
+            times += [begin, end]
+            steps += [np.ones(len(begin), np.int64), -np.ones(len(end), np.int64)]
+        t, step = np.concatenate(times), np.concatenate(steps)
+        order = np.lexsort((step, t))  # at one instant, a row ends before another begins
+        t, running = t[order], np.cumsum(step[order])
+        return int(np.sum(np.diff(t)[running[:-1] >= 2]))
+
+
+def _union(begin: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals [begin, end) merged where they overlap or touch."""
+    if not len(begin):
+        return begin, end
+    order = np.argsort(begin, kind="stable")
+    begin, end = begin[order], end[order]
+    reach = np.maximum.accumulate(end)
+    new = np.r_[True, begin[1:] > reach[:-1]]  # a gap before this interval starts a segment
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, len(begin) - 1]
+    return begin[first], reach[last]
 
 
 def step_bars(trace: Trace, block: int) -> StepBars | None:
@@ -93,3 +105,37 @@ def _depth(begin: np.ndarray, end: np.ndarray) -> int:
         return 1
     i = np.arange(len(begin))
     return int(max((np.searchsorted(begin, end, side="left") - i).max(), 1))
+
+
+SUB_ROWS = 12  # image rows per channel: divides evenly into 1, 2, 3, 4 or 6 sub-rows
+FILL = 0.7  # the share of a sub-row its bars fill (the rest separates the sub-rows)
+
+
+def raster(bars: StepBars, start: int, end: int, bins: int) -> np.ndarray:
+    """The bars as an image (channels x ``SUB_ROWS`` rows, ``bins`` columns over [start,
+    end)): 1 + the phase index where a bar is, 0 elsewhere. One image whatever the number of
+    k-steps; a bar keeps at least one column and, when it spans three or more, gives its last
+    to a gap, so neighbours stay apart."""
+    image = np.zeros((len(bars.rows) * SUB_ROWS, bins), np.uint8)
+    if not len(bars.begin):
+        return image
+    scale = bins / max(end - start, 1)
+    b0 = np.clip(np.floor((bars.begin - start) * scale).astype(np.int64), 0, bins - 1)
+    # floor both ends: a bar that ends where the next begins leaves that column to the next
+    b1 = np.clip(np.floor((bars.end - start) * scale).astype(np.int64), b0 + 1, bins)
+    b1 = np.where(b1 - b0 >= 3, b1 - 1, b1)
+    cols = b1 - b0
+    first = np.repeat(b0 - np.cumsum(cols) + cols, cols) + np.arange(int(cols.sum()))
+    depth = np.asarray(bars.depth, np.int64)[bars.row]
+    for fill_row in range(SUB_ROWS):
+        # the sub-row of each bar that covers this image row, if its filled part does
+        lane = fill_row * depth // SUB_ROWS
+        top = lane * SUB_ROWS / depth
+        inside = (fill_row - top + 0.5) / (SUB_ROWS / depth)
+        on = (lane == bars.lane) & (np.abs(inside - 0.5) <= FILL / 2)
+        if not on.any():
+            continue
+        rows = np.repeat(bars.row * SUB_ROWS + fill_row, cols)
+        keep = np.repeat(on, cols)
+        image[rows[keep], first[keep]] = np.repeat(bars.phase + 1, cols)[keep]
+    return image

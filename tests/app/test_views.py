@@ -216,13 +216,19 @@ def test_lanes_open_the_selected_block_into_its_channels(views, session):
     ticks = [label for _, label in steps.plot.getPlotItem().getAxis("left")._tickLevels[0]]
     assert ticks == ["copy", "compute"]
     assert "3 k-steps in flight: copy and compute overlap" in steps.caption.text()
-    # one bar per phase and step, in the state's colour, placed on its row and its times
-    opts = steps.rects.opts
-    assert len(opts["x0"]) == 2 * pipeline.n_tiles
-    np.testing.assert_allclose(opts["x0"], steps.bars.begin / 1000.0)
+    # one bar per phase and step, on its row at its times, in its state's colour
+    assert len(steps.bars.begin) == 2 * pipeline.n_tiles
     i = int(np.flatnonzero(steps.bars.row == 1)[5])  # the compute row, sixth bar
     mid_us = (steps.bars.begin[i] + steps.bars.end[i]) / 2000.0
-    assert steps.bar_at(mid_us, 0.5) == i  # the compute row is the lower one
+    assert steps.bar_at(mid_us, 1.5) == i  # the compute row is the lower one
+    assert steps.bar_at(mid_us, 0.5) is None or steps.bars.row[steps.bar_at(mid_us, 0.5)] == 0
+    image = steps.image.image
+    block = pipeline.blocks[0]
+    x0, width = block["start"] / 1000.0, (block["end"] - block["start"]) / 1000.0
+    assert steps.image.mapRectToParent(steps.image.boundingRect()).left() == pytest.approx(x0)
+    column = int((mid_us - x0) / width * image.shape[1])
+    codes = set(image[:, column].tolist())
+    assert steps.bars.phase[i] + 1 in codes  # the compute bar is drawn at its time
     assert steps.describe(i).startswith(f"compute of k-step {steps.bars.step[i]}: ")
     # the tiled kernel: one row of load and compute in turn
     session.set_trace(sim(level=2))

@@ -190,3 +190,18 @@ def test_every_cli_module_imports_first_in_a_fresh_interpreter():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "ok False", proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--pad", "4"], "padding (pad=4) or a swizzle (swizzle=1), not both: set one to 0"),
+        (["--stages", "4", "--bk", "16"], "exceed the 48 KiB of static shared memory"),
+        (["--stages", "5"], "STAGES=5 is not allowed for kernel async_pipeline"),
+    ],
+)
+def test_a_pipeline_configuration_it_cannot_build_is_one_line(capsys, tmp_path, argv, needle):
+    out = tmp_path / "x.mvz"
+    code, _, err = run(capsys, "record", "async_pipeline", "-M", "64", "-N", "64", "-K", "64",
+                       "--backend", "sim", *argv, "-o", str(out))  # fmt: skip
+    assert code == 2 and needle in err and err.count("\n") == 1 and not out.exists()

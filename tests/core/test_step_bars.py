@@ -5,7 +5,7 @@ from functools import cache
 import numpy as np
 
 from matviz.backends.contract import RunRequest, run
-from matviz.core.step_bars import step_bars
+from matviz.core.step_bars import SUB_ROWS, StepBars, raster, step_bars
 
 
 @cache
@@ -55,3 +55,42 @@ def test_no_bars_without_marks():
     assert step_bars(sampled, 3) is not None and step_bars(sampled, 4) is None
     assert step_bars(trace("async_pipeline", level=1), 0) is None
     assert step_bars(trace("naive", level=2), 0) is None
+
+
+def _overlap_by_brute_force(bars) -> int:
+    edges = np.unique(np.concatenate([bars.begin, bars.end]))
+    mid = (edges[:-1] + edges[1:]) / 2
+    running = [
+        ((mid[:, None] >= bars.begin[bars.row == r]) & (mid[:, None] < bars.end[bars.row == r]))
+        .any(axis=1)
+        for r in range(len(bars.rows))
+    ]
+    return int(np.sum(np.diff(edges)[np.sum(running, axis=0) >= 2]))
+
+
+def test_overlap_is_the_time_two_rows_run_at_once():
+    # a sweep over merged intervals (a block of 16k k-steps took a 1e9-cell matrix before)
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        rows = int(rng.integers(1, 4))
+        row = rng.integers(0, rows, n)
+        begin = rng.integers(0, 200, n)
+        end = begin + rng.integers(1, 40, n)
+        zeros = np.zeros(n, np.int64)
+        bars = StepBars(0, (("x",),) * rows, row, np.arange(n), zeros, zeros, (1,) * rows,
+                        ("loading",), begin, end)  # fmt: skip
+        assert bars.overlap_ns() == _overlap_by_brute_force(bars)
+
+
+def test_raster_draws_every_bar_in_its_row_and_lane():
+    tr = trace("async_pipeline", BM=64, BN=64, BK=16, STAGES=3)
+    bars = step_bars(tr, 0)
+    start, end = int(tr.blocks["start"][0]), int(tr.blocks["end"][0])
+    image = raster(bars, start, end, 4000)
+    assert image.shape == (2 * SUB_ROWS, 4000)
+    for i in range(len(bars.begin)):
+        column = int(((bars.begin[i] + bars.end[i]) / 2 - start) * 4000 / (end - start))
+        rows = image[bars.row[i] * SUB_ROWS : (bars.row[i] + 1) * SUB_ROWS, column]
+        assert bars.phase[i] + 1 in rows, i
+    assert set(np.unique(image)) == {0, 1, 2}  # gaps, copies, computes

@@ -8,19 +8,18 @@ step t + S - 1 running beside the compute of step t.
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
-from matviz.core.step_bars import StepBars, step_bars
+from matviz.core.step_bars import StepBars, raster, step_bars
 from matviz.core.timeline import BlockState
 
 STATE_OF = {"loading": BlockState.LOADING, "computing": BlockState.COMPUTING}
-BAR_HEIGHT = 0.7
 PLOT_HEIGHT = 96
+BINS = 2000  # columns of the strip's image: one image however many k-steps there are
 
 
 class BlockStepsView(Retranslating, QWidget):
@@ -34,8 +33,7 @@ class BlockStepsView(Retranslating, QWidget):
         item = self.plot.getPlotItem()
         self.viewbox = item.getViewBox()
         self.viewbox.setMouseEnabled(x=True, y=False)
-        self.rects = pg.BarGraphItem(x0=[], y0=[], width=[], height=[])
-        item.addItem(self.rects)
+        self.image = palette.matrix_image(item)  # channel 0 on top
         self.playhead = palette.playhead_line(None)
         self.playhead.setMovable(False)
         item.addItem(self.playhead, ignoreBounds=True)
@@ -63,39 +61,34 @@ class BlockStepsView(Retranslating, QWidget):
         self.retranslate()
 
     def _draw(self, bars: StepBars) -> None:
+        b = self.session.trace.blocks[bars.block]
+        start, end = int(b["start"]), int(b["end"])
+        lut = np.zeros((len(bars.state) + 1, 4), np.uint8)  # code 0: no bar, transparent
+        for i, state in enumerate(bars.state):
+            lut[i + 1] = (*palette.STATE_COLORS[STATE_OF[state]], 255)
+        self.image.setImage(raster(bars, start, end, BINS), lut=lut, levels=(0, len(lut) - 1),
+                            autoLevels=False)  # fmt: skip
         n_rows = len(bars.rows)
-        depth = np.asarray(bars.depth, np.float64)[bars.row]
-        brushes = [pg.mkBrush(*palette.STATE_COLORS[STATE_OF[bars.state[p]]]) for p in bars.phase]
-        self.rects.setOpts(
-            x0=bars.begin / 1000.0,
-            # first channel on top; a channel's overlapping bars on sub-rows, the earliest above
-            y0=(n_rows - 1 - bars.row) + (depth - 1 - bars.lane + (1 - BAR_HEIGHT) / 2) / depth,
-            width=(bars.end - bars.begin) / 1000.0,
-            height=BAR_HEIGHT / depth,
-            brushes=brushes,
-            pens=[pg.mkPen(255, 255, 255, 160, width=0.5)] * len(brushes),
-        )
+        lo, hi = start / 1000.0, end / 1000.0
+        self.image.setRect(QRectF(lo, 0, hi - lo, n_rows))
         item = self.plot.getPlotItem()
         item.getAxis("left").setTicks([self._row_ticks(bars)])
-        b = self.session.trace.blocks[bars.block]
-        start, end = b["start"] / 1000.0, b["end"] / 1000.0
-        self.viewbox.setLimits(xMin=start - 0.05 * (end - start), xMax=end + 0.05 * (end - start))
-        self.viewbox.setRange(xRange=(start, end), yRange=(0, n_rows), padding=0.01)
+        self.viewbox.setLimits(xMin=lo - 0.05 * (hi - lo), xMax=hi + 0.05 * (hi - lo))
+        self.viewbox.setRange(xRange=(lo, hi), yRange=(0, n_rows), padding=0.01)
 
     def _on_playhead(self, ns: int) -> None:
         self.playhead.setValue(ns / 1000.0)
 
     def bar_at(self, x_us: float, y: float) -> int | None:
-        """Index of the bar under (``x_us``, ``y``), or None."""
+        """Index of the bar under (``x_us``, ``y``) (y: 0 at the top channel), or None."""
         bars = self.bars
         if bars is None:
             return None
-        band = int(np.floor(y))
-        row = len(bars.rows) - 1 - band
+        row = int(np.floor(y))
         if not 0 <= row < len(bars.rows):
             return None
         depth = bars.depth[row]
-        lane = depth - 1 - int(np.floor((y - band) * depth))
+        lane = min(int(np.floor((y - row) * depth)), depth - 1)
         t = x_us * 1000.0
         on = (bars.row == row) & (bars.lane == lane)
         hit = np.flatnonzero(on & (bars.begin <= t) & (t < bars.end))
@@ -162,5 +155,4 @@ class BlockStepsView(Retranslating, QWidget):
         return " · ".join(tr(name) for name in phases)
 
     def _row_ticks(self, bars: StepBars) -> list[tuple[float, str]]:
-        n_rows = len(bars.rows)
-        return [(n_rows - 1 - r + 0.5, self.row_name(row)) for r, row in enumerate(bars.rows)]
+        return [(r + 0.5, self.row_name(row)) for r, row in enumerate(bars.rows)]
