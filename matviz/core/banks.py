@@ -6,13 +6,20 @@ serialise, so a phase costs as many wavefronts as its busiest bank has distinct 
 
 ``offsets`` arrays have shape (..., 32): byte offsets per lane, negative (-1) for inactive lanes.
 
-One exception, measured with ``ncu`` on the H200
-(``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` per ``smsp__inst_executed_op_shared_ld``,
-kernel 02's A-tile loads, ``resources/bench/h200_ncu_banks_1024.md``): when all the distinct words
-a warp's 8- or 16-byte access touches lie in distinct banks (one pass over the banks would serve
-them), the access costs 2 wavefronts at 16 bytes and 1 at 8 bytes, not 4 and 2 phases
-(``FEW_WORDS_WAVEFRONTS``). Measured cases: a warp-wide broadcast (T=32), two rows of four words
-(T=16) and four rows (T=8) at LDS.128, four rows of two words at LDS.64 (PAD 2). A 4-byte
+Two exceptions, measured with ``ncu`` on the H200
+(``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` per ``smsp__inst_executed_op_shared_ld``):
+
+* A 16-byte access with no bank conflict in any phase costs 2 wavefronts when each group of four
+  neighbouring lanes (0-3, 4-7, ...) reads at most two distinct 16-byte elements, else 4
+  (:func:`quad_wavefronts`). Single lane patterns (``resources/bench/h200_ncu_lds_patterns.md``):
+  lane i reading element i % 4 costs 4 though one pass over the banks would serve the warp;
+  element 2(i / 4) costs 2 though its words span two passes. It gives kernel 08's loads at
+  WNITER=4 ncu's 3.333 per instruction, and leaves every other measured kernel row as it was.
+* An 8-byte access whose distinct words all lie in distinct banks (one pass over the banks would
+  serve them) costs 1 wavefront, not 2 phases (``FEW_WORDS_WAVEFRONTS``; four rows of two words
+  at LDS.64, PAD 2, ``resources/bench/h200_ncu_banks_1024.md``).
+
+A warp-wide broadcast costs 2 at 16 bytes and 1 at 8, however few lanes take part. A 4-byte
 access costs 1 either way. Every other access follows the phase rule.
 """
 
@@ -75,6 +82,20 @@ def warp_broadcast(offsets: ArrayLike) -> np.ndarray:
     return same & active.any(axis=-1)
 
 
+def quad_wavefronts(offsets: ArrayLike) -> np.ndarray:
+    """Wavefronts of a conflict-free 16-byte access, as the H200 serves it: 2 when each group
+    of four neighbouring lanes (0-3, 4-7, ...) reads at most two distinct 16-byte elements,
+    else 4. Measured with ncu: lane i reading element i % 4 costs 4 (four distinct in each
+    group) although one pass over the banks would serve the warp, and lane i reading element
+    2(i / 4) costs 2 although its eight elements span two passes."""
+    off = np.asarray(offsets, np.int64).reshape(-1, WARP_SIZE)
+    elem = np.where(off < 0, -1, off // 16).reshape(len(off), WARP_SIZE // 4, 4)
+    elem = np.sort(elem, axis=2)
+    new = (elem[:, :, 1:] != elem[:, :, :-1]) & (elem[:, :, 1:] >= 0)
+    distinct = new.sum(axis=2) + (elem[:, :, 0] >= 0)
+    return np.where((distinct > 2).any(axis=1), 4, 2)
+
+
 def one_pass(offsets: ArrayLike, width: int) -> np.ndarray:
     """Whether all the distinct words each access touches lie in distinct banks."""
     off = np.asarray(offsets, np.int64).reshape(-1, WARP_SIZE)
@@ -89,15 +110,20 @@ def one_pass(offsets: ArrayLike, width: int) -> np.ndarray:
 
 
 def wavefronts(offsets: ArrayLike, width: int) -> np.ndarray:
-    """Shared-memory wavefronts each access needs: per phase the busiest bank, summed; an 8- or
-    16-byte access whose distinct words all lie in distinct banks costs
-    ``FEW_WORDS_WAVEFRONTS[width]`` (measured on the H200)."""
+    """Shared-memory wavefronts each access needs: per phase the busiest bank, summed, with the
+    H200's exceptions for 8- and 16-byte accesses (see the module)."""
     counts, lead = _words_per_bank(offsets, width)
     phases = counts.max(axis=2).sum(axis=1)
+    if int(width) == 16:
+        # no bank conflict in any phase: 2 wavefronts where every four neighbouring lanes read
+        # at most two distinct 16-byte elements, else 4 (resources/bench/h200_ncu_lds_patterns)
+        free = counts.max(axis=2).max(axis=1) <= 1
+        phases = np.where(free, np.minimum(phases, quad_wavefronts(offsets)), phases)
+    elif int(width) > BANK_BYTES:
+        few = one_pass(offsets, width)
+        phases = np.where(few, np.minimum(phases, FEW_WORDS_WAVEFRONTS[int(width)]), phases)
     if int(width) > BANK_BYTES:
         measured = FEW_WORDS_WAVEFRONTS[int(width)]
-        few = one_pass(offsets, width)
-        phases = np.where(few, np.minimum(phases, measured), phases)
         # a broadcast costs what ncu measured however few lanes take part (edge blocks)
         broadcast = warp_broadcast(np.asarray(offsets, np.int64).reshape(-1, WARP_SIZE))
         phases = np.where(broadcast, measured, phases)

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from matviz.core import access, instructions
 from matviz.core.banks import bank_matrix, banks_of, conflict_degree, wavefronts
+from matviz.core.registry import get_kernel
 
 LANES = np.arange(32)
 
@@ -71,10 +75,18 @@ def test_a_few_rows_in_distinct_banks_cost_what_ncu_measured():
     assert cost(four_rows, 8) == (1, 1)
 
 
-def test_rows_that_share_a_bank_keep_the_phase_rule():
-    # words 0-3 and 32-35 lie in the same four banks: one pass cannot serve them
+def test_rows_that_share_a_bank_across_phases_cost_what_their_lane_groups_read():
+    # words 0-3 and 32-35 lie in the same four banks, but in different phases: no conflict.
+    # ncu on the H200 counts 2 wavefronts for lane i reading element 2(i / 4), whose words span
+    # two passes over the banks (resources/bench/h200_ncu_lds_patterns.md): four neighbouring
+    # lanes reading one element cost 2, as here
     off = np.where(LANES < 16, 0, 32 * 4)
-    assert cost(off, 16) == (4, 1)  # each phase of 8 lanes still reads one address
+    assert cost(off, 16) == (2, 1)
+    assert cost(LANES // 4 * 2 * 16, 16) == (2, 1)
+    # four distinct elements in every group of four lanes cost 4, in one pass or not
+    assert cost(LANES % 4 * 16, 16) == (4, 1)
+    # a conflict inside a phase keeps the phase rule
+    assert cost(LANES % 8 * 32 * 4, 16)[1] > 1
 
 
 def test_stride_32_words_is_32_way():
@@ -184,3 +196,27 @@ def test_a_broadcast_of_a_few_lanes_costs_what_a_warp_wide_one_does():
     one_lane = np.full((1, 32), -1)
     one_lane[0, 31] = 0
     assert wavefronts(one_lane, 16).tolist() == [2] and wavefronts(one_lane, 8).tolist() == [1]
+
+
+def test_lds128_lane_patterns_measured_on_the_h200_explain_kernel_08_at_wniter_4():
+    """resources/bench/h200_ncu_lds_patterns.md is the command's output on the bundled ncu run,
+    and its two kernel-08 patterns give the ncu figure of kernel 08's loads at WNITER=4."""
+    from matviz.bench import ncu_lds_patterns as lp
+
+    bench = Path(lp.__file__).resolve().parents[2] / "resources" / "bench"
+    measured = lp.read_csv(bench / "h200_ncu_lds_patterns.csv")
+    assert len(measured) == len(lp.PATTERNS) and set(measured) <= {2.0, 4.0}
+    assert lp.table(measured) in (bench / "h200_ncu_lds_patterns.md").read_text()
+    # per warp and k-step, 08 at WNITER=4 issues its As loads and its Bs loads in these counts
+    config = get_kernel("warp_tiling").configure(
+        {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, "TM": 8, "TN": 4,
+         "pad": 4}, 1024, 1024, 1024)  # fmt: skip
+    rec = access.access_records(config, 0, (0, 0), 0)
+    summary = instructions.summarise(config, instructions.instructions(config, rec))
+    count = {s.site: s.count for s in summary}
+    bs, as_ = measured[0], measured[1]  # the first two patterns are 08's Bs and As loads
+    per_inst = (count["ld_As"] * as_ + count["ld_Bs"] * bs) / (count["ld_As"] + count["ld_Bs"])
+    tag = "| 08_warp_tiling_BM128_BN128_BK16_WM64_WN64_WNI4_TM8_TN4_P4 "
+    lines = (bench / "h200_ncu_banks_1024.md").read_text().splitlines()
+    row = next(line for line in lines if line.startswith(tag))
+    assert per_inst == pytest.approx(float(row.split("|")[3]), abs=1e-3)  # ncu's LDS column

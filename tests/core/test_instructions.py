@@ -93,7 +93,9 @@ def test_broadcast_rule_in_instructions():
     assert two_rows.wavefronts == 2  # two rows in distinct banks: as ncu measured at T=16
     rows_32_apart = np.where(np.arange(32) < 16, 0, 128)
     same_banks = ins.Instruction("x", "load", 16, (0,), (0,), rows_32_apart, 1)
-    assert same_banks.wavefronts == 4  # words 0-3 and 32-35 share banks: the phase rule
+    # words 0-3 and 32-35 share banks, but in different phases; each group of four lanes reads
+    # one element: 2, as ncu counts for lane i reading element 2(i / 4) on the H200
+    assert same_banks.wavefronts == 2
     assert bool(banks.warp_broadcast(np.full(32, 8))) and not banks.warp_broadcast(np.full(32, -1))
 
 
