@@ -44,7 +44,7 @@ class BlockStepsView(Retranslating, QWidget):
         box.addWidget(self.plot)
         self.plot.scene().sigMouseMoved.connect(self._on_move)
         session.traceChanged.connect(self.refresh)
-        session.selectionChanged.connect(lambda _block: self.refresh())
+        session.selectionChanged.connect(self._on_selection)
         session.playheadChanged.connect(self._on_playhead)
         self.refresh()
 
@@ -75,6 +75,9 @@ class BlockStepsView(Retranslating, QWidget):
         item.getAxis("left").setTicks([self._row_ticks(bars)])
         self.viewbox.setLimits(xMin=lo - 0.05 * (hi - lo), xMax=hi + 0.05 * (hi - lo))
         self.viewbox.setRange(xRange=(lo, hi), yRange=(0, n_rows), padding=0.01)
+
+    def _on_selection(self, _block: int) -> None:
+        self.refresh()
 
     def _on_playhead(self, ns: int) -> None:
         self.playhead.setValue(ns / 1000.0)
