@@ -86,15 +86,11 @@ SEED_FIGURES = (
 
 def ladder_cases(path: Path | None = None) -> list[Case]:
     """A case per row of a ``matviz bench --json`` file (default: the bundled H200 ladder)."""
-    from matviz.bench.ladder import LADDER_H200
+    from matviz.bench.ladder import LADDER_H200, load_rows
 
-    path = LADDER_H200 if path is None else path
-    try:
-        rows = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise MatvizError(f"cannot read the ladder {path}: {exc}") from None
+    path = LADDER_H200 if path is None else Path(path)
     cases = []
-    for row in rows if isinstance(rows, list) else []:
+    for row in load_rows(path):
         try:
             n, ms = int(row["size"]), float(row["ms"])
             label = f"ladder {row['kernel']} {row['config']}"

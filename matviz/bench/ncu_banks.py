@@ -107,11 +107,16 @@ def _number(text: str) -> float | None:
 def read_ncu_csv(path: Path, metrics: dict[str, str] = METRICS) -> dict[str, float]:
     """``metrics`` (key -> ncu metric name) from ncu's ``--csv`` output (header row optional,
     other lines such as ``==PROF==`` ignored); summed over kernels if several were profiled."""
+    if not path.is_file():
+        return {}
+    return parse_ncu_lines(path.read_text(errors="replace").splitlines(), metrics)
+
+
+def parse_ncu_lines(lines: list[str], metrics: dict[str, str] = METRICS) -> dict[str, float]:
+    """:func:`read_ncu_csv` on lines already read."""
     wanted = {v: k for k, v in metrics.items()}
     out: dict[str, float] = {}
-    if not path.is_file():
-        return out
-    lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.startswith('"')]
+    lines = [ln for ln in lines if ln.startswith('"')]
     name_col = value_col = None
     for row in csv.reader(lines):
         if "Metric Name" in row and "Metric Value" in row:

@@ -66,19 +66,14 @@ def cmd_launch(_args) -> int:
 
 def read_csv(path: Path) -> list[float]:
     """Wavefronts per instruction of each launch, in launch order, from ncu's --csv output."""
-    from matviz.bench.ncu_banks import read_ncu_csv
+    from matviz.bench.ncu_banks import parse_ncu_lines
 
     lines = path.read_text(errors="replace").splitlines()
-    header = next((ln for ln in lines if ln.startswith('"ID"')), None)
+    header = [ln for ln in lines if ln.startswith('"ID"')]
     out = []
     for launch in range(len(PATTERNS)):
         rows = [ln for ln in lines if ln.startswith(f'"{launch}",')]
-        part = path.with_suffix(f".{launch}.tmp")
-        part.write_text("\n".join(([header] if header else []) + rows) + "\n")
-        try:
-            got = read_ncu_csv(part)
-        finally:
-            part.unlink()
+        got = parse_ncu_lines(header + rows)
         inst, waves = got.get("ld_inst"), got.get("ld_wavefronts")
         out.append(waves / inst if inst else float("nan"))
     return out

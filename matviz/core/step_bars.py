@@ -127,15 +127,12 @@ def raster(bars: StepBars, start: int, end: int, bins: int) -> np.ndarray:
     cols = b1 - b0
     first = np.repeat(b0 - np.cumsum(cols) + cols, cols) + np.arange(int(cols.sum()))
     depth = np.asarray(bars.depth, np.int64)[bars.row]
+    row0, code = np.repeat(bars.row * SUB_ROWS, cols), np.repeat(bars.phase + 1, cols)
     for fill_row in range(SUB_ROWS):
         # the sub-row of each bar that covers this image row, if its filled part does
         lane = fill_row * depth // SUB_ROWS
         top = lane * SUB_ROWS / depth
         inside = (fill_row - top + 0.5) / (SUB_ROWS / depth)
-        on = (lane == bars.lane) & (np.abs(inside - 0.5) <= FILL / 2)
-        if not on.any():
-            continue
-        rows = np.repeat(bars.row * SUB_ROWS + fill_row, cols)
-        keep = np.repeat(on, cols)
-        image[rows[keep], first[keep]] = np.repeat(bars.phase + 1, cols)[keep]
+        keep = np.repeat((lane == bars.lane) & (np.abs(inside - 0.5) <= FILL / 2), cols)
+        image[row0[keep] + fill_row, first[keep]] = code[keep]
     return image
