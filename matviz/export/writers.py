@@ -185,7 +185,11 @@ class PngWriter:
     def close(self) -> None:
         if self.frame is None:
             raise MatvizError("no frame was rendered")
-        iio.imwrite(self.path, self.frame, extension=".png")
+        # encoded in memory, then written by a plain file: when the disk is full, imageio's own
+        # file handle would fail again while it is collected and print a second traceback
+        data = iio.imwrite("<bytes>", self.frame, extension=".png")
+        with open(self.path, "wb") as out:
+            out.write(data)
 
     def abort(self) -> None:
         self.frame = None

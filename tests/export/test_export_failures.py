@@ -1,7 +1,11 @@
 """What goes wrong during an export: a view that raises, hostile output paths, one-frame GIFs and
 GIFs too large to hold. Always one line and exit 2, the user's file as it was, nothing partial."""
 
+import errno
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
@@ -313,3 +317,24 @@ def test_a_failed_mp4_write_names_a_full_disk(tmp_path, monkeypatch, free, expec
         writer.write(np.zeros((64, 64, 3), np.uint8))
     monkeypatch.undo()
     writer.abort()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_png_write_on_a_full_disk_fails_once_and_quietly():
+    # imageio writing to the file itself failed again while it was collected, printing a
+    # second traceback after `matviz bench --plot` had said its one line (found on a 600k tmpfs)
+    code = (
+        "import gc, numpy as np\n"
+        "from pathlib import Path\n"
+        "from matviz.export.writers import PngWriter\n"
+        "w = PngWriter(Path('/dev/full'))\n"
+        "w.write(np.zeros((8, 8, 3), np.uint8))\n"
+        "try:\n"
+        "    w.close()\n"
+        "except OSError as exc:\n"
+        "    print('failed', exc.errno)\n"
+        "del w\n"
+        "gc.collect()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == f"failed {errno.ENOSPC}" and done.stderr == ""
