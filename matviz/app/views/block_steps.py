@@ -70,9 +70,7 @@ class BlockStepsView(Retranslating, QWidget):
                             autoLevels=False)  # fmt: skip
         n_rows = len(bars.rows)
         lo, hi = start / 1000.0, end / 1000.0
-        self.image.setRect(QRectF(lo, 0, hi - lo, n_rows))
-        item = self.plot.getPlotItem()
-        item.getAxis("left").setTicks([self._row_ticks(bars)])
+        self.image.setRect(QRectF(lo, 0, hi - lo, n_rows))  # retranslate() names the rows
         self.viewbox.setLimits(xMin=lo - 0.05 * (hi - lo), xMax=hi + 0.05 * (hi - lo))
         self.viewbox.setRange(xRange=(lo, hi), yRange=(0, n_rows), padding=0.01)
 
