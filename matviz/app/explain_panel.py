@@ -50,6 +50,8 @@ LESSON_MAP: tuple[tuple[int, int, str, tuple[str, ...]], ...] = (
      ("Tiles", "Throughput")),
     (19, 19, "Micro-tiles and warp tiles; float4 loads, A transposed, padding or a swizzle",
      ("Tiles", "Banks", "Throughput")),
+    (20, 23, "Tensor Cores: ldmatrix loads fragments, a warp's mma_sync multiplies them",
+     ("Fragments", "Banks", "Throughput")),
     (24, 25, "Double buffering with cp.async: the next k-steps copied while one computes",
      ("SM lanes", "Block grid", "Throughput")),
     (26, 26, "Boundaries: edge blocks and the guarded write of C",

@@ -56,6 +56,7 @@ from matviz.app.views import palette
 from matviz.app.views.banks_view import BanksView
 from matviz.app.views.coalescing_view import CoalescingView
 from matviz.app.views.correctness_view import CorrectnessView
+from matviz.app.views.fragments_view import FragmentsView
 from matviz.app.views.grid_view import GridView
 from matviz.app.views.sm_lanes import SmLanesView
 from matviz.app.views.source_view import SourceView
@@ -73,6 +74,7 @@ VIEW_CLASSES = {
     "tiles": TilesView,
     "banks": BanksView,
     "coalescing": CoalescingView,
+    "fragments": FragmentsView,
     "source": SourceView,
     "errors": CorrectnessView,
     "throughput": ThroughputView,

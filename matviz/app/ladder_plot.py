@@ -10,22 +10,28 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from matviz.app.export_render import ensure_app
 from matviz.app.sweep_plot import BAR, SIZE, chart, hline, save_widget
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
+from matviz.bench.ladder import by_dtype
 from matviz.errors import MatvizError
 
 TICK_CHARS = 17  # characters per line of a tick's configuration
+SHORT_TYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+MIN_SLOTS = 4  # a chart of one or two rungs keeps its bars narrow
 
 
 def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     first = rows[0]
     size = first["size"]
+    dtype = SHORT_TYPE.get(str(first.get("dtype", "float32")), str(first.get("dtype")))
+    fp32 = dtype == "fp32"
     widget, plot = chart(
-        f"<b>The ladder to cuBLAS</b> · {size}×{size}×{size} fp32 · <b>recorded on "
+        f"<b>The ladder to cuBLAS</b> · {size}×{size}×{size} {dtype} · "
+        f"<b>recorded on "
         f"{first.get('device', 'the GPU')}</b> · each kernel at its fastest measured "
         "configuration, cuBLAS in the same run"
     )
@@ -34,8 +40,9 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     plot.addItem(pg.BarGraphItem(x=x, height=gflops, width=0.6, brush=BAR, pen=palette.FOREGROUND))
     cublas = float(np.median([r["cublas_gflops"] for r in rows]))
     peak = float(first["peak_gflops"])
-    hline(plot, cublas, CUBLAS_COLOR, f"cuBLAS SGEMM: {cublas:,.0f} GFLOP/s (median of its runs)")
-    hline(plot, peak, PEAK_COLOR, f"FP32 peak: {peak:,.0f} GFLOP/s")
+    blas = "cuBLAS SGEMM" if fp32 else f"cuBLAS on {dtype}"
+    hline(plot, cublas, CUBLAS_COLOR, f"{blas}: {cublas:,.0f} GFLOP/s (median of its runs)")
+    hline(plot, peak, PEAK_COLOR, f"{'FP32' if fp32 else 'Tensor Core'} peak: {peak:,.0f} GFLOP/s")
     for i, row in enumerate(rows):
         item = pg.TextItem(f"{row['gflops']:,.0f}\n{row['pct_cublas']:.0f}% of cuBLAS",
                            color=palette.FOREGROUND, anchor=(0.5, 1.05))  # fmt: skip
@@ -49,7 +56,7 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     plot.getAxis("bottom").setTicks([ticks])
     plot.getAxis("bottom").setHeight(18 * lines + 12)
     plot.setLabel("left", "GFLOP/s")
-    plot.setXRange(-0.6, len(rows) - 0.4, padding=0)
+    plot.setXRange(-0.6, max(len(rows), MIN_SLOTS) - 0.4, padding=0)
     plot.setYRange(0, 1.1 * max(peak, float(gflops.max())), padding=0)
     return widget
 
@@ -58,4 +65,14 @@ def render_plot(rows: list[dict[str, Any]], path: str | os.PathLike[str], size=S
     if not rows:
         raise MatvizError("nothing to plot: the benchmark has no rows")
     ensure_app()
-    return save_widget(build_widget(rows), path, size)
+    groups = by_dtype(rows)
+    if len(groups) == 1:
+        return save_widget(build_widget(rows), path, size)
+    # one chart per element type, one above the other (the ticks need the width), each
+    # against its own cuBLAS and peak
+    stacked = QWidget()
+    layout = QVBoxLayout(stacked)
+    layout.setContentsMargins(0, 0, 0, 0)
+    for group in groups:
+        layout.addWidget(build_widget(group))
+    return save_widget(stacked, path, (size[0], size[1] * len(groups) * 3 // 4))

@@ -39,6 +39,7 @@ from matviz.app.views.banks_view import BanksView
 from matviz.app.views.coalescing_view import CoalescingView
 from matviz.app.views.correctness_view import CorrectnessView
 from matviz.app.views.diagnostics_view import DiagnosticsView
+from matviz.app.views.fragments_view import FragmentsView
 from matviz.app.views.grid_view import GridView
 from matviz.app.views.sm_lanes import SmLanesView
 from matviz.app.views.source_view import SourceView
@@ -55,7 +56,8 @@ from matviz.paths import TRACE_DIR
 # Below either size the views go on tabs (projectors: 1280x720, 1366x768, 1280x800).
 COMPACT_WIDTH, COMPACT_HEIGHT = 1500, 880
 GRID_MIN_PX = 240  # the block grid's plot, where the window is wide enough
-MEMORY_TABS = ("banks", "coalescing", "source", "errors")  # views that share one place as tabs
+# views that share one place as tabs
+MEMORY_TABS = ("banks", "coalescing", "fragments", "source", "errors")
 BUNDLED_TRACE = TRACE_DIR / "tiled_t32_p0_1024.mvz"
 # What the start-up shows when the bundled recording is missing: the same setup, simulated.
 DEFAULT_RUN = {
@@ -126,12 +128,14 @@ class MainWindow(Retranslating, QMainWindow):
         self.tiles_view, self.banks_view = TilesView(s), BanksView(s)
         self.coalescing_view, self.source_view = CoalescingView(s), SourceView(s)
         self.throughput_view, self.errors_view = ThroughputView(s), CorrectnessView(s)
+        self.fragments_view = FragmentsView(s)
         self.views = {
             "grid": self.grid_view,
             "sm_lanes": self.lanes_view,
             "tiles": self.tiles_view,
             "banks": self.banks_view,
             "coalescing": self.coalescing_view,
+            "fragments": self.fragments_view,
             "source": self.source_view,
             "errors": self.errors_view,
             "throughput": self.throughput_view,
@@ -711,6 +715,7 @@ class MainWindow(Retranslating, QMainWindow):
             "tiles": tr("&Tiles"),
             "banks": tr("&Banks"),
             "coalescing": tr("&Coalescing"),
+            "fragments": tr("&Fragments"),
             "source": tr("Kernel &source"),
             "errors": tr("&Errors"),
             "throughput": tr("T&hroughput"),

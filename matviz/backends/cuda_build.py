@@ -6,7 +6,10 @@ Imported only where CuPy is installed and a GPU is wanted (the CLI checks cuda_s
 from __future__ import annotations
 
 import functools
+import os
 import platform
+import shutil
+from pathlib import Path
 
 import cupy
 import numpy as np
@@ -40,17 +43,67 @@ def kernel_source(config: KernelConfig) -> str:
     return inlined_source(config.kernel.source)
 
 
-def compiled_kernel(config: KernelConfig, level: int, min_blocks: int | None = None):
+def compiled_kernel(
+    config: KernelConfig, level: int, min_blocks: int | None = None, entry: str = ""
+):
     """The kernel built for ``config`` at ``level`` (NVRTC, memoised per source and defines);
-    ``min_blocks`` (levels 1-2) bounds its registers so that many blocks fit on an SM."""
+    ``min_blocks`` (levels 1-2) bounds its registers so that many blocks fit on an SM.
+    ``entry``: another function of the same source (default: the kernel's entry point)."""
     defines = config.defines(level) + ([f"-DMV_MIN_BLOCKS={min_blocks}"] if min_blocks else [])
-    return _compiled(kernel_source(config), tuple(defines), config.kernel.entry_point)
+    source = kernel_source(config)
+    if "<mma.h>" in source:
+        defines += toolkit_includes()
+    return _compiled(source, tuple(defines), entry or config.kernel.entry_point)
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled(source: str, defines: tuple[str, ...], entry: str):
     module = cupy.RawModule(code=source, options=("-std=c++17", *defines))
     return module.get_function(entry)
+
+
+@functools.lru_cache(maxsize=1)
+def toolkit_includes() -> list[str]:
+    """``-I`` for a CUDA toolkit with whole headers. CuPy points NVRTC at the headers of the
+    pip ``nvidia`` packages, where ``<mma.h>`` includes a ``crt/mma.h`` they lack (seen with
+    CuPy 14.2 and CUDA 13 on the H200)."""
+    nvcc = shutil.which("nvcc")
+    roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    roots.append(str(Path(nvcc).resolve().parents[1]) if nvcc else None)
+    for root in roots:
+        if root and (Path(root) / "include" / "crt" / "mma.h").is_file():
+            return [f"-I{Path(root) / 'include'}"]
+    return []
+
+
+# cuBLAS data types (cudaDataType_t) and its fp32 compute type (cublasComputeType_t)
+CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
+CUBLAS_COMPUTE_32F = 68
+CUBLAS_GEMM_DEFAULT = -1
+
+
+def blas_matmul(A, B, dtype: str):
+    """cuBLAS on the kernel's own inputs, output in their type: ``cupy.matmul`` for float32 and
+    float16; bfloat16 (held as uint16 bits, which CuPy 14 has no type for) through
+    ``cublasGemmEx`` with fp32 accumulation, as ``cupy.matmul`` does for float16."""
+    if dtype != "bfloat16":
+        return lambda: cupy.matmul(A, B)
+    from cupy.cuda import cublas  # type: ignore[import-not-found]
+
+    M, K = A.shape
+    N = B.shape[1]
+    C = cupy.empty((M, N), cupy.uint16)
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+
+    def run() -> None:
+        handle = cupy.cuda.device.get_cublas_handle()
+        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        # row-major C = A B is column-major C^T = B^T A^T
+        cublas.gemmEx(handle, 0, 0, N, M, K, one.ctypes.data, B.data.ptr, CUDA_R_16BF, N,
+                      A.data.ptr, CUDA_R_16BF, K, zero.ctypes.data, C.data.ptr, CUDA_R_16BF, N,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)  # fmt: skip
+
+    return run
 
 
 @functools.lru_cache(maxsize=1)

@@ -18,7 +18,7 @@ import numpy as np
 from matviz.backends import trace_decode
 from matviz.backends.contract import RunRequest
 from matviz.backends.cuda_status import _one_line
-from matviz.core import correctness, sampling
+from matviz.core import correctness, elements, sampling
 from matviz.core.config import KernelConfig
 from matviz.core.kernel import STATIC_SMEM_LIMIT
 from matviz.core.manifest import Correctness, Geometry, Sampling, Stats, Timer, build_manifest
@@ -31,6 +31,7 @@ try:
 
     from matviz.backends.cuda_build import (
         SPACER_CYCLES,
+        blas_matmul,
         compiled_kernel,
         cuda_errors,
         device_info,
@@ -90,14 +91,22 @@ class Recorder:
 
     def _fresh_inputs(self) -> None:
         rng = cupy.random.default_rng(int.from_bytes(os.urandom(8), "little"))
-        self.A = rng.uniform(-1.0, 1.0, (self.M, self.K), dtype=cupy.float32)
-        self.B = rng.uniform(-1.0, 1.0, (self.K, self.N), dtype=cupy.float32)
+        dtype = self.config.input_dtype
+        # rounded to the kernel's element type first, so the float64 reference multiplies the
+        # very values the kernel reads and only the kernel's own arithmetic differs
+        self.A = elements.rounded(
+            cupy, rng.uniform(-1.0, 1.0, (self.M, self.K), dtype=cupy.float32), dtype
+        )
+        self.B = elements.rounded(
+            cupy, rng.uniform(-1.0, 1.0, (self.K, self.N), dtype=cupy.float32), dtype
+        )
         # what the kernel reads: a column-major matrix is its transpose, row-major (§28)
         self.stored = tuple(
             cupy.ascontiguousarray(m.T) if self.config.matrix_layout(name) == "col" else m
             for name, m in (("A", self.A), ("B", self.B))
         )
-        ref = self.A.astype(cupy.float64) @ self.B.astype(cupy.float64)
+        self.blas = blas_matmul(self.A, self.B, dtype)
+        ref = elements.as_float64(cupy, self.A, dtype) @ elements.as_float64(cupy, self.B, dtype)
         self.ref = ref
         self.ref_norm = float(cupy.linalg.norm(ref))
 
@@ -134,7 +143,8 @@ class Recorder:
     def _fetch(self, matrix: str, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Elements of the logical A or B, for classifying the probed warp's reads."""
         m = self.A if matrix == "A" else self.B
-        return m[cupy.asarray(rows), cupy.asarray(cols)].get()
+        picked = m[cupy.asarray(rows), cupy.asarray(cols)]
+        return elements.as_float64(cupy, picked, self.config.input_dtype).astype(cupy.float32).get()
 
     def _trace_buffers(self) -> _Buffers:
         c, req = self.config, self.request
@@ -221,12 +231,12 @@ class Recorder:
         for _ in range(WARMUP):
             self._launch(plain, C)
             self._launch(instr, C, args)
-            cupy.matmul(self.A, self.B)
+            self.blas()
         plain_ms, instr_ms, blas_ms = [], [], []
         for _ in range(self.request.repeats):
             plain_ms.append(self._timed(lambda: self._launch(plain, C)))
             instr_ms.append(self._timed(lambda: self._launch(instr, C, args)))
-            blas_ms.append(self._timed(lambda: cupy.matmul(self.A, self.B)))
+            blas_ms.append(self._timed(self.blas))
         stats = self._stats(plain_ms, instr_ms if level else [], blas_ms, rel_error)
         stats["instrumented_min_blocks"] = bounded
 
@@ -247,6 +257,8 @@ class Recorder:
         if level >= 3 and c.n_steps:
             diag, smem_base, warp_every = self._diagnostics(C, stats)
             arrays.update(diag)
+            if c.mma is not None:
+                arrays["fragments"] = self._fragments()
             probe_info = {
                 "block": list(self.request.probe_block),
                 "warp": self.request.probe_warp,
@@ -305,6 +317,20 @@ class Recorder:
         if want is None or have is None or have >= want:
             return instr, None
         return compiled_kernel(self.config, level, min_blocks=want), want
+
+    def _fragments(self) -> np.ndarray:
+        """Which element each lane holds in each fragment slot, measured (trace.py's
+        ``fragments``): the source's ``<entry>_fragments`` loads one warp's fragments as the
+        kernel does, from tiles (up to 16x16, row-major) whose elements hold their own numbers,
+        exact in every input type, and writes out[operand][lane][slot] (-1: no such slot)."""
+        c = self.config
+        probe = compiled_kernel(c, 0, entry=c.kernel.entry_point + "_fragments")
+        numbers = cupy.arange(256, dtype=cupy.float32)
+        tile = elements.rounded(cupy, numbers, c.input_dtype)
+        out = cupy.full((3, 32, 32), -1, cupy.int32)
+        probe((1,), (32,), (tile, tile, numbers, out))
+        cupy.cuda.get_current_stream().synchronize()
+        return out.get().astype(np.int16)
 
     def _diagnostics(self, C, stats: dict) -> tuple[dict, int, int]:
         """The level-3 run: the shared-memory probe and how long each warp waited at barriers.

@@ -50,6 +50,7 @@ import numpy as np
 from matviz.core import access, banks, coalescing
 from matviz.core.config import KernelConfig
 from matviz.core.instructions import vector_width
+from matviz.core.metrics import peak_gflops
 from matviz.core.occupancy import Occupancy
 from matviz.core.trace import PROBE_DTYPE
 
@@ -127,8 +128,12 @@ def _site_costs(sites: _Sites, lds128_cost: float) -> dict[str, Any]:
     cost = np.ones(len(rec))
     for name, width in widths.items():
         site = config.site(name).site
+        rows = names == name
+        if site.matrix_load:  # an ldmatrix: its own 16-byte rows' wavefronts, one instruction
+            waves[rows] = banks.wavefronts(rec["offsets"][rows], site.width)
+            continue
         scalars = site.width // FLOAT_BYTES
-        cost[names == name] = scalars * lds128_cost ** (math.log2(width / FLOAT_BYTES) / 2)
+        cost[rows] = scalars * lds128_cost ** (math.log2(width / FLOAT_BYTES) / 2)
     return {
         "load_wavefronts": float((waves * cost)[load].sum()),
         "store_wavefronts": int(waves[store].sum()),
@@ -158,6 +163,21 @@ def sector_ratio(config: KernelConfig) -> float:
     row_major = dataclasses.replace(config.kernel, layouts=lambda p: {})
     plain = row_major.configure(config.params, config.M, config.N, config.K, check=False)
     return coalescing.sectors_per_request(config) / coalescing.sectors_per_request(plain)
+
+
+def warp_math_per_k(config: KernelConfig) -> float:
+    """Multiply-add instructions one warp issues per k of a step: a lane's FFMAs, or its share
+    of the block's SASS MMA instructions."""
+    lane_fmas = config.fmas_per_step / (config.step_depth * config.threads)
+    if config.mma is None:
+        return lane_fmas  # one FFMA per multiply-add
+    m, n, k = config.mma.sass_shape
+    return lane_fmas * 32 / (m * n * k)
+
+
+def tensor_fma_per_clk(device: dict) -> float:
+    """Dense fp16/bf16 Tensor Core multiply-adds per SM and clock (datasheet, metrics.py)."""
+    return peak_gflops(device, "float16")[1]["tensor_fma_per_clk_per_sm"]
 
 
 def constant(device: dict, name: str) -> float:
@@ -202,7 +222,7 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
             "cap": speedup / b,
         }
     costs = site_costs(config, m["lds128_site_cost"])
-    step_bytes = sum(config.staged_per_step.values()) * FLOAT_BYTES
+    step_bytes = sum(config.staged_per_step.values()) * config.element_bytes("A")
     memory = step_bytes * min(sms, n_blocks) / (bandwidth * m["bandwidth_scale"])
     store = costs["store_wavefronts"] * m["store_cycles_per_wavefront"] / clk
     # The k loop is bound by the shared-memory pipe or by the FMA pipe. The SM serves
@@ -211,13 +231,15 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     fma_per_clk = device["fp32_fma_per_clk_per_sm"]
     wavefronts_per_clk = 2 * fma_per_clk / 32 * m["inner_loop_efficiency"]
     lds = costs["load_wavefronts"] / wavefronts_per_clk
-    work = max(lds, config.fmas_per_step / fma_per_clk) / clk
+    # a Tensor Core kernel's multiply-adds run at the SM's dense MMA rate instead
+    math_per_clk = tensor_fma_per_clk(device) if config.mma else fma_per_clk
+    work = max(lds, config.fmas_per_step / math_per_clk) / clk
     work += warps * m["tile_overhead_cycles"] / clk  # address math, LDG/STS, loop, per warp
     # alone, a warp issues its own multiply-adds one after another: a thread's micro-tile of
-    # TM x TN sums costs TM x TN issue slots per k however idle the SM's other pipes are
-    lane_fmas = config.fmas_per_step / (config.step_depth * threads)
+    # TM x TN sums costs TM x TN issue slots per k however idle the SM's other pipes are; a
+    # Tensor Core warp issues one MMA instruction for m x n x k of them
     per_k = constant(device, "k_step_latency_cycles")
-    per_k += lane_fmas * constant(device, "thread_fma_issue_cycles")
+    per_k += warp_math_per_k(config) * constant(device, "thread_fma_issue_cycles")
     k_loop = max(work, config.step_depth * per_k / clk)
     load = m["load_latency_ns"] + memory + store
     q = m["overlap_sharpness"]

@@ -393,7 +393,7 @@ def _stats(config: KernelConfig, blocks: np.ndarray, dev: dict) -> Stats:
     ms = span / 1e6
     gflops = config.flops / span if span else 0.0
     # cuBLAS at this trace's own shape (the device file's table, interpolated in log 2MNK).
-    cublas = cublas_gflops(dev, config.M, config.N, config.K)
+    cublas = cublas_gflops(dev, config.M, config.N, config.K, config.input_dtype)
     return Stats(
         time_ms_median=ms,
         time_ms_min=ms,
@@ -401,7 +401,7 @@ def _stats(config: KernelConfig, blocks: np.ndarray, dev: dict) -> Stats:
         repeats=1,
         gflops=gflops,
         cublas_gflops=cublas,
-        pct_cublas=100.0 * gflops / cublas,
+        pct_cublas=100.0 * gflops / cublas if cublas else None,
         span_ns=span,
     )
 

@@ -51,7 +51,9 @@ def measured_configs(
     out = []
     for row in _table_rows(table):
         if (row.get("kernel"), row.get("size"), row.get("device", "NVIDIA H200")) != (
-            spec.name, size, device
+            spec.name,
+            size,
+            device,
         ) or not isinstance(row.get("gflops"), (int, float)):
             continue
         try:
@@ -87,8 +89,10 @@ def measure(kernel: str, params: dict[str, Any], size: int, repeats: int) -> dic
             config = spec.configure(params, size, size, size)
             # residency of the kernel as timed (level 0), not of the instrumented build
             occ = occupancy_dict(config, manifest["device"], registers) if registers else {}
-            peak, _ = peak_gflops(manifest["device"])
+            dtype = manifest.get("dtype", "float32")
+            peak, _ = peak_gflops(manifest["device"], dtype)
             row.update(
+                dtype=dtype,
                 device=manifest["device"]["name"],
                 gflops=stats["gflops"],
                 cublas_gflops=stats["cublas_gflops"],
@@ -137,32 +141,68 @@ def _cell(row: dict[str, Any], key: str) -> str:
     return str(value)
 
 
+def by_dtype(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The rows grouped by the element type of A and B (rows saved before it: float32), each
+    group against its own cuBLAS and peak."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row.get("dtype", "float32")), []).append(row)
+    return list(groups.values())
+
+
 def markdown(rows: list[dict[str, Any]], source: str) -> str:
-    """The ladder as a markdown table with the line that says how it was measured."""
+    """The ladder as markdown tables, one per element type, each with the line that says how
+    it was measured."""
     if not rows:
         raise MatvizError("the benchmark has no rows")
-    lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |",
-             "|" + " --- |" * len(COLUMNS)]  # fmt: skip
+    return "\n\n".join(_markdown_group(group, source) for group in by_dtype(rows))
+
+
+def _markdown_group(rows: list[dict[str, Any]], source: str) -> str:
+    dtype = str(rows[0].get("dtype", "float32"))
+    lines = ["| " + " | ".join(_titles(rows)) + " |", "|" + " --- |" * len(COLUMNS)]
     for row in rows:
         lines.append("| " + " | ".join(_cell(row, key) for key, _ in COLUMNS) + " |")
     blas = [r["cublas_gflops"] for r in rows]
+    if dtype == "float32":
+        what = "fp32"
+        peak = f"FP32 peak {rows[0]['peak_gflops']:,.0f} GFLOP/s"
+    else:
+        what = f"{dtype} inputs, fp32 sums,"
+        peak = f"dense {dtype} Tensor Core peak {rows[0]['peak_gflops']:,.0f} GFLOP/s"
     lines += [
         "",
-        f"{rows[0]['size']}³ fp32 on one {rows[0].get('device', 'GPU')}, each kernel at its "
-        f"fastest measured configuration; cuBLAS {min(blas):,.0f}-{max(blas):,.0f} GFLOP/s in "
-        f"the same process; FP32 peak {rows[0]['peak_gflops']:,.0f} GFLOP/s. Medians of CUDA-"
-        f"event times, instrumented builds interleaved with level 0. Made by `matviz bench` "
-        f"(`{source}`).",
+        f"{rows[0]['size']}³ {what} on one {rows[0].get('device', 'GPU')}, each kernel at its "
+        f"fastest measured configuration; cuBLAS {_span(blas)} GFLOP/s in "
+        f"the same process on the same inputs; {peak}. Medians of CUDA-event times, "
+        f"instrumented builds interleaved with level 0. Made by `matviz bench` (`{source}`).",
     ]
     return "\n".join(lines)
 
 
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:,.0f}" if round(low) == round(high) else f"{low:,.0f}-{high:,.0f}"
+
+
 def text_table(rows: list[dict[str, Any]]) -> list[str]:
-    """The rows for a terminal: aligned columns."""
-    cells = [[title for _, title in COLUMNS]]
-    cells += [[_cell(row, key) for key, _ in COLUMNS] for row in rows]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
-    return ["  ".join(c[i].ljust(widths[i]) for i in range(len(COLUMNS))).rstrip() for c in cells]
+    """The rows for a terminal: aligned columns, a block per element type."""
+    out: list[str] = []
+    for group in by_dtype(rows):
+        cells = [_titles(group)] + [[_cell(row, key) for key, _ in COLUMNS] for row in group]
+        widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
+        out += ([""] if out else []) + [
+            "  ".join(c[i].ljust(widths[i]) for i in range(len(COLUMNS))).rstrip() for c in cells
+        ]
+    return out
+
+
+def _titles(rows: list[dict[str, Any]]) -> list[str]:
+    """Column titles; the peak is the Tensor Core's for fp16/bf16 rows."""
+    titles = [title for _, title in COLUMNS]
+    if str(rows[0].get("dtype", "float32")) != "float32":
+        titles = [t.replace("% of FP32 peak", "% of Tensor Core peak") for t in titles]
+    return titles
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -174,8 +214,10 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
     except ValueError as exc:  # UnicodeDecodeError is one too
         raise MatvizError(f"{path} is not JSON: {str(exc).splitlines()[0]}") from None
     needed = {"kernel", "config", "size", "gflops", "cublas_gflops", "peak_gflops"}
-    if not isinstance(rows, list) or not rows or not all(
-        isinstance(r, dict) and needed <= set(r) for r in rows
+    if (
+        not isinstance(rows, list)
+        or not rows
+        or not all(isinstance(r, dict) and needed <= set(r) for r in rows)
     ):
         raise MatvizError(f"{path} is not a `matviz bench --json` file")
     return rows

@@ -31,6 +31,8 @@ METRICS = {
     "st_inst": "smsp__inst_executed_op_shared_st.sum",
     "ld_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "st_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    # ldmatrix (LDSM), counted apart from the shared loads
+    "ldsm_inst": "smsp__inst_executed_op_ldsm.sum",
 }
 # Kernels whose stores are cp.async (LDGSTS) add these: ncu counts LDGSTS apart from STS, and
 # has no wavefront counter of its own for it, so its wavefronts are all of shared memory's less
@@ -58,8 +60,9 @@ def configurations(shared_only: bool = True):
 def print_list(configs) -> int:
     for tag, kernel, params in configs:
         copies = int(any(site.async_copy for site in kernel.sites))
+        matrix = int(any(site.matrix_load for site in kernel.sites))
         print(f"{tag}\t{kernel.name}\t{json.dumps(params, separators=(',', ':'))}"
-              f"\t{kernel.entry_point}\t{copies}")  # fmt: skip
+              f"\t{kernel.entry_point}\t{copies}\t{matrix}")  # fmt: skip
     return 0
 
 
@@ -79,17 +82,22 @@ def cmd_launch(args) -> int:
     import numpy as np
 
     from matviz.backends.cuda_build import compiled_kernel
+    from matviz.core import elements
     from matviz.core.registry import get_kernel
 
     n = args.size
     config = get_kernel(args.kernel).configure(json.loads(args.params), n, n, n)
     kernel = compiled_kernel(config, 0)
-    A = cupy.full((n, n), 0.5, cupy.float32)
-    B = cupy.full((n, n), 0.25, cupy.float32)
-    C = cupy.zeros((n, n), cupy.float32)
-    kernel(config.grid, config.block, (A, B, C, np.int32(n), np.int32(n), np.int32(n)))
+    # 0.5 and 0.25 are exact in every input type, so the result is exactly 0.125 n
+    A = elements.rounded(cupy, cupy.full((n, n), 0.5, cupy.float32), config.input_dtype)
+    B = elements.rounded(cupy, cupy.full((n, n), 0.25, cupy.float32), config.input_dtype)
+    C = cupy.full((n, n), cupy.nan, cupy.float32)
+    # --epilogue: K = 0, no k-step runs, only what the kernel does around its k loop (its C
+    # stores, and any staging of C through shared memory), measured to be subtracted
+    k = 0 if args.epilogue else n
+    kernel(config.grid, config.block, (A, B, C, np.int32(n), np.int32(n), np.int32(k)))
     cupy.cuda.runtime.deviceSynchronize()
-    expected = 0.5 * 0.25 * n
+    expected = 0.5 * 0.25 * k
     if not bool(cupy.allclose(C, expected, rtol=1e-4)):
         print(f"launch: wrong result (expected {expected} everywhere)", file=sys.stderr)
         return 1
@@ -182,6 +190,7 @@ def compare_rows(directory: Path, size: int, jobs: int = 0) -> list[dict]:
     rows = []
     for tag, kernel, params, _ in entries:
         measured = _with_async_stores(read_ncu_csv(directory / f"{tag}.csv", ALL_METRICS))
+        measured = _without_epilogue(measured, read_ncu_csv(directory / f"{tag}.k0.csv"))
         row = {"tag": tag, "kernel": kernel, "params": params, **models[tag]}
         for key in ("ld", "st"):
             inst, waves = measured.get(f"{key}_inst"), measured.get(f"{key}_wavefronts")
@@ -212,6 +221,19 @@ def _with_async_stores(measured: dict[str, float]) -> dict[str, float]:
     rest = measured["all_wavefronts"] - measured.get("ld_wavefronts", 0.0)
     rest -= measured.get("st_wavefronts", 0.0)
     return measured | {"st_inst": copies, "st_wavefronts": rest}
+
+
+def _without_epilogue(measured: dict[str, float], epilogue: dict[str, float]) -> dict[str, float]:
+    """The k loop's shared accesses alone: what the same launch with K = 0 (its epilogue, e.g.
+    C staged through shared memory) counted, subtracted; ldmatrix instructions count as loads
+    (ncu counts LDSM apart from LDS, but its wavefronts among the loads')."""
+    out = dict(measured)
+    for key, value in epilogue.items():
+        if key in out:
+            out[key] = out[key] - value
+    if out.get("ldsm_inst"):
+        out["ld_inst"] = out.get("ld_inst", 0.0) + out["ldsm_inst"]
+    return out
 
 
 def _fmt(x, spec=".3f") -> str:
@@ -278,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     launch.add_argument("kernel")
     launch.add_argument("params", help="the kernel's parameters as JSON")
     launch.add_argument("--size", type=int, default=1024)
+    launch.add_argument("--epilogue", action="store_true", help="K = 0: the epilogue alone")
     launch.set_defaults(fn=cmd_launch)
     compare = sub.add_parser("compare")
     compare.add_argument("directory")

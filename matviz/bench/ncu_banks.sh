@@ -45,7 +45,7 @@ echo "ncu_banks: $total configurations at ${SIZE}^3"
 
 failed=0
 n=0
-while IFS=$'\t' read -r tag kernel params entry copies; do
+while IFS=$'\t' read -r tag kernel params entry copies matrix; do
   [ -n "$tag" ] || continue
   n=$((n + 1))
   echo "[$n/$total] $tag"
@@ -55,6 +55,15 @@ while IFS=$'\t' read -r tag kernel params entry copies; do
     >"$dir/$tag.csv" 2>"$dir/$tag.err" </dev/null; then
     echo "  ncu or the launch failed: see $dir/$tag.err" >&2
     tail -n 3 "$dir/$tag.err" >&2
+    failed=$((failed + 1))
+  fi
+  # ldmatrix kernels stage C through shared memory after the k loop: measure that alone (K = 0)
+  # so that the comparison counts the k loop's accesses only
+  if [ "${matrix:-0}" = 1 ] && ! "$NCU" --clock-control none --target-processes all \
+    --kernel-name "$entry" --launch-count 1 --csv --metrics "$METRICS" \
+    python3 -m matviz.bench.ncu_banks launch "$kernel" "$params" --size "$SIZE" --epilogue \
+    >"$dir/$tag.k0.csv" 2>"$dir/$tag.k0.err" </dev/null; then
+    echo "  ncu or the epilogue launch failed: see $dir/$tag.k0.err" >&2
     failed=$((failed + 1))
   fi
 done <"$dir/index.tsv"

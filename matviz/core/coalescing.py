@@ -34,6 +34,7 @@ class Request:
     k: int
     addresses: np.ndarray
     width: int = ELEMENT_BYTES  # bytes per lane
+    element: int = ELEMENT_BYTES  # bytes per element of the matrix (2 for fp16 inputs)
 
     @property
     def active(self) -> np.ndarray:
@@ -49,14 +50,14 @@ class Request:
         return np.unique(self._bytes() // LINE_BYTES)
 
     def _bytes(self) -> np.ndarray:
-        """Every 4-byte word the active lanes touch (a vector access touches width / 4)."""
+        """Every element the active lanes touch (a vector access touches width / element)."""
         first = self.addresses[self.active]
-        return (first[:, None] + np.arange(0, self.width, ELEMENT_BYTES)).ravel()
+        return (first[:, None] + np.arange(0, self.width, self.element)).ravel()
 
     @property
     def ideal_sectors(self) -> int:
         """Sectors the distinct bytes would need if they lay side by side and aligned."""
-        distinct = np.unique(self._bytes()).size * ELEMENT_BYTES
+        distinct = np.unique(self._bytes()).size * self.element
         return -(-distinct // SECTOR_BYTES)
 
     @property
@@ -81,7 +82,7 @@ def addresses(
         element = col * rows + row
     else:
         element = row * cols + col
-    return np.where(mask, element * ELEMENT_BYTES, -1)
+    return np.where(mask, element * config.element_bytes(access.matrix), -1)
 
 
 def warp_requests(
@@ -93,7 +94,17 @@ def warp_requests(
     for access, repeat in config.global_accesses:
         for k in range(repeat):
             where = addresses(config, access, warp, block, t, k)
-            out.append(Request(access.name, access.kind, access.matrix, k, where, access.width))
+            out.append(
+                Request(
+                    access.name,
+                    access.kind,
+                    access.matrix,
+                    k,
+                    where,
+                    access.width,
+                    config.element_bytes(access.matrix),
+                )
+            )
     return out
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from matviz.core.kernel import (
+    INPUT_BYTES,
     LEVELS,
     MAX_GRID_X,
     MAX_GRID_Y,
@@ -30,6 +31,7 @@ from matviz.core.kernel import (
     KStep,
     Lanes,
     Launch,
+    Mma,
     Params,
     ParamValue,
     Phase,
@@ -304,6 +306,22 @@ class KernelConfig:
         """'row' (row-major, the default) or 'col' (column-major)."""
         return str(self.kernel.layouts(self.p).get(matrix, "row"))
 
+    @cached_property
+    def input_dtype(self) -> str:
+        """The element type of A and B in memory (C is always float32)."""
+        dtype = str(self.kernel.inputs(self.p))
+        if dtype not in INPUT_BYTES:
+            raise MatvizError(f"kernel {self.kernel.name}: inputs of type {dtype} are not known")
+        return dtype
+
+    def element_bytes(self, matrix: str) -> int:
+        return 4 if matrix == "C" else INPUT_BYTES[self.input_dtype]
+
+    @cached_property
+    def mma(self) -> Mma | None:
+        """The Tensor Core MMA a warp issues, or None for a CUDA-core (FFMA) kernel."""
+        return self.kernel.mma(self.p) if self.kernel.mma else None
+
     def matrix_shape(self, matrix: str) -> tuple[int, int]:
         return {"A": (self.M, self.K), "B": (self.K, self.N), "C": (self.M, self.N)}[matrix]
 
@@ -472,12 +490,36 @@ class KernelConfig:
                 for rs in self.sites
             ],  # fmt: skip
             "kstep": kstep,
+            "inputs": self.input_dtype,
+            "mma": self._describe_mma(),
             "work": {
                 "flops": self.flops,
                 "formula": k.work.formula,
                 "formula_bytes": self.formula_bytes,
                 "issued_bytes": self.issued_bytes,
             },
+        }
+
+    def _describe_mma(self) -> dict[str, Any] | None:
+        mma = self.mma
+        if mma is None:
+            return None
+        return {
+            "instruction": mma.instruction,
+            "sass": mma.sass,
+            "shape": list(mma.shape),
+            "warps": list(mma.warps),
+            "warp_tile": list(mma.warp_tile),
+            "fragments": [
+                {
+                    "operand": f.operand,
+                    "rows": f.rows,
+                    "cols": f.cols,
+                    "dtype": f.dtype,
+                    "elements": f.elements().tolist(),
+                }
+                for f in mma.fragments
+            ],  # fmt: skip
         }
 
 

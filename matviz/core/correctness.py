@@ -125,7 +125,9 @@ def classify_reads(
     read = values.view(np.float32)
     for row, (site, k) in enumerate(program):
         rs = config.site(site)
-        if rs.site.kind != "load":
+        # an ldmatrix lane receives fragment elements, not the row it addresses: unchecked
+        if rs.site.kind != "load" or rs.site.matrix_load:
+            out[:, row] = UNCHECKED
             continue
         fixed = access.step_free(config, rs.site.at, warp, block, k)
         for t in range(steps):

@@ -53,7 +53,7 @@ def fmt_bytes(n: float) -> str:
 def dram_floor_bytes(config: KernelConfig) -> int:
     """The least DRAM traffic a GEMM can have: A and B read once, C written once."""
     M, N, K = config.M, config.N, config.K
-    return (M * K + K * N + M * N) * FLOAT_BYTES
+    return (M * K + K * N) * config.element_bytes("A") + M * N * config.element_bytes("C")
 
 
 def written_elements(config: KernelConfig, bx: int, by: int) -> int:
@@ -83,8 +83,31 @@ def _join(first: str, second: str) -> str:
     return first + ("" if first.endswith(("。", "！", "？")) else " ") + second
 
 
-def _arrays(config: KernelConfig) -> str:
-    return ", ".join(arr.name for arr in config.shared)
+def _arrays(config: KernelConfig, staged_only: bool = False) -> str:
+    """The shared arrays, or only those staging A or B (not, e.g., C on its way out)."""
+    return ", ".join(arr.name for arr in config.shared if arr.source or not staged_only)
+
+
+def _mma_fill(config: KernelConfig) -> dict[str, Any]:
+    """A Tensor Core k-step in the description's terms: per warp, the MMA instructions and
+    the fragments they multiply."""
+    mma = config.mma
+    assert mma is not None
+    m, n, k = mma.shape
+    per_warp = config.fmas_per_step // config.warps // (m * n * k)  # MMAs a warp issues
+    loads = [rs.site for rs in config.sites if rs.site.kind == "load"]
+    ops = dict.fromkeys(s.matrix_load or f"{s.width}-byte loads" for s in loads)
+    return {
+        "ops": ", ".join(ops),
+        "warps": config.warps,
+        "mmas": per_warp,
+        "instruction": mma.instruction,
+        "sass": mma.sass,
+        "shape": f"{m}×{n}×{k}",
+        "fmas": _num(m * n * k),
+        "warp_rows": mma.warp_tile[0],
+        "warp_cols": mma.warp_tile[1],
+    }
 
 
 def _which(phase: PhaseMarks, tr: Tr) -> dict[str, Any]:
@@ -148,7 +171,8 @@ def _reuse(config: KernelConfig, tr: Tr) -> tuple[str, dict]:
     }  # fmt: skip
     formula_text = config.kernel.work.formula
     loads = sum(config.staged_per_step.values()) if config.uses_shared else 0
-    floor_text = tr(txt.DRAM_FLOOR).format(floor=fmt_bytes(floor))
+    half = config.element_bytes("A") != FLOAT_BYTES
+    floor_text = tr(txt.DRAM_FLOOR_HALF if half else txt.DRAM_FLOOR).format(floor=fmt_bytes(floor))
     if loads:
         fmas = config.fmas_per_step
         text = tr(txt.REUSE_SHARED).format(
@@ -159,7 +183,8 @@ def _reuse(config: KernelConfig, tr: Tr) -> tuple[str, dict]:
             issued=fmt_bytes(issued),
             formula_text=formula_text,
             formula=fmt_bytes(formula),
-            naive=fmt_bytes(config.flops * FLOAT_BYTES),
+            naive=fmt_bytes(config.flops * config.element_bytes("A")),
+            elem=config.element_bytes("A"),
         )
         return _join(text, floor_text), {"loads_per_step": loads, "fmas_per_step": fmas} | moved
     text = tr(txt.REUSE_NONE).format(issued=fmt_bytes(issued), formula_text=formula_text)
@@ -185,7 +210,7 @@ def explain(
     base = {"bx": bx, "by": by, "sm": sm, "t": k, "n": n, "threads": config.threads}
     if phase is not None:
         base["phase"] = phase.name
-    smem = {"arrays": _arrays(config)}
+    smem = {"arrays": _arrays(config, staged_only=True)}
     span = {"begin": fmt_ns(begin), "end": fmt_ns(stop), "dur": fmt_ns(stop - begin)}
     nums: dict[str, float | int | str] = {
         "block": block,
@@ -224,6 +249,9 @@ def explain(
             fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
             text = tr(txt.LOADING).format(**base, **smem, **fill)
             after = txt.LOADING_NO_BARRIER if phase.left_out else txt.LOADING_BARRIER
+        elif phase.phase.state == "computing" and config.mma is not None:
+            text = tr(txt.COMPUTING_MMA).format(**base, **smem, **_mma_fill(config))
+            after = txt.COMPUTING_NO_BARRIER if phase.left_out else txt.COMPUTING_BARRIER
         elif phase.phase.state == "computing" and config.uses_shared:
             computing = sum(ph.phase.state == "computing" for ph in trace.layout.phases)
             products = _num(config.fmas_per_step / config.threads / max(computing, 1))
@@ -240,6 +268,8 @@ def explain(
         title = txt.TITLE_PHASE
         loading = state == BlockState.LOADING
         concept = txt.CONCEPT_LOADING if loading else txt.CONCEPT_COMPUTING
+        if not loading and config.mma is not None:
+            concept = txt.CONCEPT_COMPUTING_MMA
         nums["phase"] = phase.name
     elif state == BlockState.DONE:
         fill = {"end": fmt_ns(end), "run": fmt_ns(end - start)}
@@ -277,7 +307,7 @@ def explain(
     else:
         M, N, K = trace.shape
         per_thread = _per_thread(config)
-        loads = config.issued_bytes / FLOAT_BYTES / (M * N) * per_thread
+        loads = config.issued_bytes / config.element_bytes("A") / (M * N) * per_thread
         fill = {"kernel": trace.kernel, "K": K, "loads": _num(loads), "fmas": _num(K * per_thread)}
         text = tr(txt.RUNNING_NO_STEPS).format(**base, **span, **fill)
         title, concept, timed = txt.TITLE_RUNNING, txt.CONCEPT_NO_STEPS, False
@@ -492,7 +522,7 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
         keys = ("l1_global_load_bytes", "l2_bytes", "dram_read_bytes")
         l1, l2, dram = (fmt_bytes(measured[k]) for k in keys)
         where = measured.get("device", device)
-        ab = fmt_bytes((M * K + K * N) * FLOAT_BYTES)
+        ab = fmt_bytes((M * K + K * N) * config.element_bytes("A"))
         facts.append(tr(txt.FACT_MEASURED).format(device=where, l1=l1, l2=l2, dram=dram, ab=ab))
     if len(trace.phase_blocks) and len(trace.phase_blocks) < len(trace.blocks):
         kept = len(trace.phase_blocks)

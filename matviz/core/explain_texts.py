@@ -42,6 +42,12 @@ COMPUTING = (
     "each of its {threads} threads multiply-accumulates {products} products from {arrays} "
     "into sums kept in registers."
 )
+COMPUTING_MMA = (
+    "Block ({bx}, {by}) on SM {sm} is computing k-tile t = {t} of {n} (its {phase} phase) on "
+    "the Tensor Cores: each of its {warps} warps loads fragments of {arrays} ({ops}) and "
+    "issues {mmas} × {instruction} ({sass}), {fmas} multiply-adds each, into the fp32 sums of "
+    "its {warp_rows} × {warp_cols} warp tile held in registers."
+)
 COMPUTING_BARRIER = (
     "The {which} {barrier} at its end stops anyone overwriting the tiles while another warp "
     "still reads them."
@@ -113,11 +119,11 @@ WAITS_ELSEWHERE = (
 
 # -- data reuse and edges ---------------------------------------------------------------------
 REUSE_SHARED = (
-    "Data reuse: per k-tile of depth {depth} the block loads {loads} floats from global memory "
-    "into shared memory and does {fmas} FMAs with them, so each loaded float is used {uses} "
-    "times (§13). Over the whole kernel the load instructions request {issued} of A and B; the "
-    "lesson's formula {formula_text} gives {formula}, where reading A and B afresh for every "
-    "multiply-add would request 2mnk × 4 B = {naive}."
+    "Data reuse: per k-tile of depth {depth} the block loads {loads} elements from global "
+    "memory into shared memory and does {fmas} FMAs with them, so each loaded element is used "
+    "{uses} times (§13). Over the whole kernel the load instructions request {issued} of A and "
+    "B; the lesson's formula {formula_text} gives {formula}, where reading A and B afresh for "
+    "every multiply-add would request 2mnk × {elem} B = {naive}."
 )
 REUSE_NONE = (
     "No data reuse through shared memory: the kernel's load instructions request {issued} from "
@@ -127,6 +133,11 @@ REUSE_NONE = (
 DRAM_FLOOR = (
     "Requests for data already in the L1 or L2 cache never reach DRAM: DRAM itself must "
     "deliver at least A and B once and take C once, (MK + KN + MN) × 4 B = {floor}."
+)
+DRAM_FLOOR_HALF = (
+    "Requests for data already in the L1 or L2 cache never reach DRAM: DRAM itself must "
+    "deliver at least A and B once (2-byte elements) and take C once (fp32), "
+    "(MK + KN) × 2 B + MN × 4 B = {floor}."
 )
 EDGE_SHARED = (
     "This is an edge block ({what}): out-of-range elements of A and B are stored in shared "
@@ -146,6 +157,7 @@ EDGE_SEP = "; "
 CONCEPT_WAITING = "Lesson 8 §17: blocks per SM (occupancy) and waves"
 CONCEPT_LOADING = "Lesson 8 §8, §11: tiles into shared memory, the first __syncthreads"
 CONCEPT_COMPUTING = "Lesson 8 §12-14: multiply-add from shared memory, sum in a register"
+CONCEPT_COMPUTING_MMA = "Lesson 8 §20-23: a warp multiplies fragments on the Tensor Cores"
 CONCEPT_DONE = "Lesson 8 §14: the result is written once"
 CONCEPT_RUNNING = "Lesson 8 §9-10: the k-tile loop"
 CONCEPT_NO_STEPS = "Lesson 8 §4-5: without tiles, every thread re-reads global memory"

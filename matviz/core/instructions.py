@@ -138,10 +138,11 @@ class Instruction:
     offsets: np.ndarray
     per_step: int  # instructions of this site per warp and k-step
     async_copy: bool = False  # a cp.async store (LDGSTS), see Site.async_copy
+    matrix_load: str = ""  # an ldmatrix's SASS, see Site.matrix_load
 
     @property
     def opcode(self) -> str:
-        return OPCODES[("copy" if self.async_copy else self.kind, self.width)]
+        return self.matrix_load or OPCODES[("copy" if self.async_copy else self.kind, self.width)]
 
     @property
     def conflict_degree(self) -> int:
@@ -199,6 +200,7 @@ def instructions(
                 offsets=np.asarray(rec["offsets"], np.int64),
                 per_step=per_step[name],
                 async_copy=config.site(name).site.async_copy,
+                matrix_load=config.site(name).site.matrix_load,
             )
         )
     return out

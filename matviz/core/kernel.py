@@ -49,6 +49,8 @@ LEVELS = (0, 1, 2, 3)
 LEVEL_NAMES = {0: "timing", 1: "blocks", 2: "phases", 3: "diagnostics"}
 PHASE_STATES = ("loading", "computing")
 ParamValue = int | str
+# bytes per element of the types A and B may have in memory (Kernel.inputs); C is float32
+INPUT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def cdiv(a: int, b: int) -> int:
@@ -226,12 +228,18 @@ class Site:
     # a cp.async (SASS LDGSTS): the store goes from global memory straight to shared memory,
     # with no register in between and no wait for the load
     async_copy: bool = False
+    # an ldmatrix .x4, named by its SASS ("LDSM.16.M88.4"; MT88: transposed): each lane gives
+    # the address of one 16-byte row of an 8x8 matrix (lanes 8i..8i+7: matrix i) and the warp
+    # receives the matrices spread over its lanes as MMA fragments; ``at`` is that row
+    matrix_load: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in ("load", "store"):
             raise ValueError(f"site {self.name}: kind must be load or store")
         if self.async_copy and (self.kind != "store" or self.source is None):
             raise ValueError(f"site {self.name}: an async copy is a store with a source")
+        if self.matrix_load and (self.kind != "load" or self.width != 16):
+            raise ValueError(f"site {self.name}: a matrix load reads 16-byte rows")
         if self.global_width and (self.source is None or self.global_width % self.width):
             raise ValueError(
                 f"site {self.name}: global_width needs a source and a multiple of the width"
@@ -319,6 +327,46 @@ class KStep:
         return next(i for i, ch in enumerate(self.channels) if mark in ch)
 
 
+Slots = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """One operand of a warp's MMA as its lanes hold it in registers: ``at(lane, slot)`` gives
+    the (row, col) of the ``rows`` x ``cols`` operand tile that ``slot`` of ``lane`` holds."""
+
+    operand: str  # "A", "B" or "C"
+    rows: int
+    cols: int
+    slots: int  # elements per lane
+    dtype: str
+    at: Slots
+
+    def elements(self) -> np.ndarray:
+        """(32, slots) row-major element numbers, row * cols + col."""
+        lane, slot = np.meshgrid(np.arange(WARP), np.arange(self.slots), indexing="ij")
+        row, col = self.at(lane, slot)
+        return np.asarray(np.asarray(row) * self.cols + np.asarray(col))
+
+
+@dataclass(frozen=True)
+class Mma:
+    """A Tensor Core kernel's matrix multiply-accumulate: one warp-wide ``instruction`` on an
+    ``shape`` = (m, n, k) tile, the fragments its lanes hold, and how the warps of a block
+    share the C tile (``warps`` along M and N, each ``warp_tile`` rows x cols of C)."""
+
+    instruction: str  # as the source writes it: "wmma::mma_sync m16n16k16"
+    sass: str  # what ptxas makes of it: "2 x HMMA.16816.F32"
+    shape: tuple[int, int, int]
+    sass_shape: tuple[int, int, int]  # (m, n, k) of one SASS MMA instruction: (16, 8, 16)
+    fragments: tuple[Fragment, ...]
+    warps: tuple[int, int]
+    warp_tile: tuple[int, int]
+
+    def fragment(self, operand: str) -> Fragment:
+        return next(f for f in self.fragments if f.operand == operand)
+
+
 @dataclass(frozen=True)
 class Work:
     """Global traffic: the lesson's formula (text and bytes) and the bytes the loads issue."""
@@ -344,6 +392,10 @@ class Kernel:
     # how A, B and C lie in memory: "row" (the default) or "col" (column-major, §28)
     layouts: Callable[[Params], Mapping[str, str]] = lambda p: {}
     kstep: KStep | None = None
+    # the element type of A and B in memory ("float32", "float16", "bfloat16"); C is float32
+    inputs: Callable[[Params], str] = lambda p: "float32"
+    # Tensor Core kernels: the MMA and its fragments (None: FP32 FMAs on the CUDA cores)
+    mma: Callable[[Params], Mma] | None = None
     constraints: tuple[Constraint, ...] = ()
     registers: int = 32  # estimate used where nvcc is missing
     number: int = 0  # from the file name

@@ -22,7 +22,10 @@ from matviz.paths import RESOURCE_DIR, TRACE_DIR
 
 LESSON_DIR = RESOURCE_DIR / "lessons"
 LANGUAGES = ("en", "zh_CN")
-VIEWS = ("grid", "sm_lanes", "tiles", "banks", "coalescing", "source", "errors", "throughput")
+VIEWS = (
+    "grid", "sm_lanes", "tiles", "banks", "coalescing", "fragments", "source", "errors",
+    "throughput",
+)  # fmt: skip
 
 
 class Texts(BaseModel):
@@ -43,7 +46,7 @@ class Simulation(BaseModel):
     M: int = Field(ge=1, le=8192)
     N: int = Field(ge=1, le=8192)
     K: int = Field(ge=1, le=8192)
-    params: dict[str, int] = {}
+    params: dict[str, int | str] = {}
     level: int = Field(default=3, ge=0, le=3)
 
 
@@ -57,7 +60,15 @@ class Step(BaseModel):
     block: tuple[int, int] | Literal["middle"] = "middle"
     at: float = Field(default=0.3, ge=0.0, le=1.0)  # where the playhead goes, in the run
     view: Literal[
-        "grid", "sm_lanes", "tiles", "banks", "coalescing", "source", "errors", "throughput"
+        "grid",
+        "sm_lanes",
+        "tiles",
+        "banks",
+        "coalescing",
+        "fragments",
+        "source",
+        "errors",
+        "throughput",
     ]
     access: str | None = None  # the banks instruction or coalescing request to show
 

@@ -124,7 +124,7 @@ def build_manifest(
         "M": config.M,
         "N": config.N,
         "K": config.K,
-        "dtype": "float32",
+        "dtype": config.input_dtype,
         "backend": backend,
         "level": level,
         "description": config.describe(),

@@ -21,8 +21,14 @@ H200_PEAK_FIGURES: dict[str, Any] = {"name": "NVIDIA H200", "sm_count": 132, "cl
 FP32_FMA_PER_CLK = {7: 64, 8: 128, 9: 128, 10: 128, 12: 128}
 
 
-def peak_gflops(device: dict | None) -> tuple[float, dict]:
-    """FP32 peak = SMs x FMA/clk x 2 FLOP x clock, and the figures it used (the H200's where
+# Dense fp16/bf16 Tensor Core multiply-adds per SM and clock by compute capability major, from
+# NVIDIA's datasheets: A100 312 TFLOP/s (108 SMs, 1410 MHz), H100 SXM 989 (132 SMs, 1830 MHz)
+TENSOR_FMA_PER_CLK = {8: 1024, 9: 2048}
+
+
+def peak_gflops(device: dict | None, dtype: str = "float32") -> tuple[float, dict]:
+    """The peak for inputs of ``dtype``: SMs x FMA/clk x 2 FLOP x clock, FP32 FMAs for float32,
+    dense Tensor Core FMAs for float16 and bfloat16; and the figures it used (the H200's where
     the device lacks one)."""
     dev = dict(H200_PEAK_FIGURES)
     given = dict(device or {})
@@ -30,7 +36,11 @@ def peak_gflops(device: dict | None) -> tuple[float, dict]:
     if major.isdigit() and "fp32_fma_per_clk_per_sm" not in given:
         given["fp32_fma_per_clk_per_sm"] = FP32_FMA_PER_CLK.get(int(major), 128)
     dev.update({k: v for k, v in given.items() if k in H200_PEAK_FIGURES and v})
-    gflops = dev["sm_count"] * dev["fp32_fma_per_clk_per_sm"] * 2 * dev["clock_mhz"] / 1000.0
+    fma = dev["fp32_fma_per_clk_per_sm"]
+    if dtype != "float32":
+        fma = TENSOR_FMA_PER_CLK.get(int(major) if major.isdigit() else 9, TENSOR_FMA_PER_CLK[9])
+        dev["tensor_fma_per_clk_per_sm"] = fma
+    gflops = dev["sm_count"] * fma * 2 * dev["clock_mhz"] / 1000.0
     return gflops, dev
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from matviz.core import metrics
-from matviz.core.explain import measured_bytes
+from matviz.core.explain import dram_floor_bytes, measured_bytes
 from matviz.core.kernel import LEVEL_NAMES
 from matviz.core.trace import Trace
 
@@ -58,11 +58,13 @@ def summary_lines(trace: Trace) -> list[str]:
     occ = m.get("occupancy")
     if occ:
         lines.append(f"occupancy  {occ['blocks_per_sm']} blocks/SM, limited by {occ['limiter']}")
-    floor = (M * K + K * N + M * N) * 4  # A and B read once, C written once (float32)
+    floor = dram_floor_bytes(config)  # A and B read once, C written once
+    ab = config.element_bytes("A")
+    terms = "(MK + KN + MN) x 4 B" if ab == 4 else f"(MK + KN) x {ab} B + MN x 4 B"
     lines.append(
         f"global     {config.issued_bytes / 1e6:.1f} MB requested by load instructions; lesson "
         f"formula {config.kernel.work.formula} = {config.formula_bytes / 1e6:.1f} MB; DRAM floor "
-        f"(MK + KN + MN) x 4 B = {floor / 1e6:.1f} MB"
+        f"{terms} = {floor / 1e6:.1f} MB"
     )
     measured = measured_bytes(m)
     if measured is not None:

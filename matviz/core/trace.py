@@ -27,6 +27,10 @@ c_wrong  wrong elements of C per cell (``manifest["correctness"]["cell"]`` eleme
 stale    optional (level 3): ``stale[t, row, lane]``, what each lane of the probed warp read at
          probe row ``row`` in k-step ``t``: the codes of ``correctness.READS`` (a missing
          barrier shows as reads before the tile was written or after it was overwritten).
+fragments optional (level 3, Tensor Core kernels): ``fragments[o, lane, slot]``, the element
+         (row * cols + col) of MMA operand ``o`` (the description's ``mma.fragments`` order)
+         that ``slot`` of ``lane`` held when the GPU loaded tiles numbering their own elements;
+         -1 past a fragment's last slot.
 """
 
 from __future__ import annotations
@@ -94,6 +98,7 @@ class Trace:
     probe: np.ndarray = field(default_factory=lambda: np.zeros(0, PROBE_DTYPE))
     c_wrong: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.uint32))
     stale: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 32), np.int8))
+    fragments: np.ndarray = field(default_factory=lambda: np.zeros((0, 32, 32), np.int16))
 
     def __post_init__(self) -> None:
         self.validate()
@@ -216,6 +221,10 @@ class Trace:
             raise ValueError("probe array has the wrong dtype")
         if self.c_wrong.dtype != np.uint32 or self.c_wrong.ndim != 2:
             raise ValueError("c_wrong must be a 2-D uint32 map")
+        if self.fragments.dtype != np.int16 or self.fragments.shape[1:] != (32, 32):
+            raise ValueError("fragments must be int16 (operands, 32 lanes, 32 slots)")
+        if self.fragments.size and (self.fragments.min() < -1 or self.fragments.max() >= 1 << 12):
+            raise ValueError("fragments holds an element number outside a 64x64 tile")
         if self.stale.dtype != np.int8 or self.stale.ndim != 3 or self.stale.shape[2] != 32:
             raise ValueError("stale must be int8 (k-steps, probe rows, 32 lanes)")
         if self.stale.shape[0] and self.stale.shape[1] != len(self.probe):

@@ -53,6 +53,7 @@ PLAIN_ARRAYS = {"blocks": BLOCK_DTYPE, "probe": PROBE_DTYPE,
 OPTIONAL_ARRAYS: dict[str, tuple[np.dtype[Any], int]] = {
     "c_wrong": (np.dtype(np.uint32), 2),
     "stale": (np.dtype(np.int8), 3),
+    "fragments": (np.dtype(np.int16), 3),
 }
 # Dimensions of the time arrays of each format; format 1's three per-tile arrays are read back
 # as the marks (issue, loaded, computed) of the seed kernels.
@@ -337,6 +338,9 @@ def _with_layouts(manifest: dict[str, Any]) -> dict[str, Any]:
         for a in shared:
             if isinstance(a, dict):
                 a.setdefault("swizzle", "")
+    # before Tensor Core kernels: fp32 inputs, no MMA
+    description.setdefault("inputs", "float32")
+    description.setdefault("mma", None)
     return manifest
 
 

@@ -160,12 +160,34 @@ class DescribedArray(_Section):
     swizzle: str = ""  # filled in on load for older files
 
 
+class DescribedFragment(_Section):
+    operand: Literal["A", "B", "C"]
+    rows: Annotated[int, Field(strict=True, ge=1, le=64)]
+    cols: Annotated[int, Field(strict=True, ge=1, le=64)]
+    dtype: str
+    elements: Annotated[
+        list[Annotated[list[Annotated[int, Field(ge=0, lt=4096)]], Field(max_length=32)]],
+        Field(min_length=32, max_length=32),
+    ]
+
+
+class DescribedMma(_Section):
+    instruction: str
+    sass: str
+    shape: Annotated[list[Positive], Field(min_length=3, max_length=3)]
+    warps: Annotated[list[Positive], Field(min_length=2, max_length=2)]
+    warp_tile: Annotated[list[Positive], Field(min_length=2, max_length=2)]
+    fragments: Annotated[list[DescribedFragment], Field(min_length=1, max_length=4)]
+
+
 class Description(_Section):
     name: str
     launch: Launch
     params: list[DescribedParam] = []
     shared: list[DescribedArray] = []
     kstep: KStep | None = None
+    inputs: Literal["float32", "float16", "bfloat16"] = "float32"  # older files: fp32
+    mma: DescribedMma | None = None
 
 
 class Correctness(_Section):
@@ -192,7 +214,7 @@ class Manifest(_Section):
     M: Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
     N: Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
     K: Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
-    dtype: Literal["float32"]
+    dtype: Literal["float32", "float16", "bfloat16"]
     backend: Literal["cuda", "sim"]
     level: Level
     description: Description
@@ -276,6 +298,7 @@ def array_caps(typed: Manifest, layout: StepLayout) -> dict[str, int]:
         "c_wrong": MAP_EDGE * MAP_EDGE * 4,
         "stale": min(steps, VALUE_TILES) * MAX_PROBE_ROWS * 32,
         "delta_encoded": 64,
+        "fragments": 4 * 32 * 32 * 2,
     }
     return {name: min(cap, MAX_ARRAY_BYTES) for name, cap in caps.items()}
 

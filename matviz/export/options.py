@@ -15,7 +15,10 @@ import numpy as np
 from matviz.errors import MatvizError
 from matviz.export.perfetto import MAX_EVENTS
 
-VIEWS = ("all", "grid", "sm", "tiles", "banks", "coalescing", "source", "errors", "throughput")
+VIEWS = (
+    "all", "grid", "sm", "tiles", "banks", "coalescing", "fragments", "source", "errors",
+    "throughput",
+)  # fmt: skip
 FORMATS = ("gif", "mp4", "png", "perfetto")
 VIDEO_FORMATS = ("gif", "mp4")
 SUFFIXES = {"gif": (".gif",), "mp4": (".mp4",), "png": (".png",), "perfetto": (".json", ".json.gz")}
@@ -40,6 +43,7 @@ LAYOUT_MIN = {
     "tiles": (960, 600),
     "banks": (760, 520),
     "coalescing": (760, 520),
+    "fragments": (760, 520),
     "source": (760, 600),
     "errors": (900, 600),
     "throughput": (760, 520),

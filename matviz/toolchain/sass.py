@@ -91,13 +91,16 @@ def schedule(body: list[str]) -> list[str]:
     return [_TARGET.sub(r"\1 \2L", _REGISTER.sub("R", text)) for text in body]
 
 
+_LOAD_OP = re.compile(r"\bLDSM(\.\w+)+|\bLDS(\.\d+)?\b")
+
+
 def shared_load_widths(instructions: list[Instruction]) -> Counter:
-    """How many LDS, LDS.64 and LDS.128 the kernel has."""
-    ops = (re.search(r"\bLDS(\.\d+)?\b", text) for _, text in instructions)
+    """How many LDS, LDS.64, LDS.128 and ldmatrix (LDSM.16.M88.4, ...) the kernel has."""
+    ops = (_LOAD_OP.search(text) for _, text in instructions)
     return Counter(op[0] for op in ops if op)
 
 
-_SHARED_OP = re.compile(r"\b(LDS|STS)(\.\d+)?\b")
+_SHARED_OP = re.compile(r"\bLDSM(\.\w+)+|\b(LDS|STS)(\.\d+)?\b")
 
 
 def shared_ops_per_step(instructions: list[Instruction], barriers_per_step: int) -> dict[str, int]:
@@ -108,7 +111,7 @@ def shared_ops_per_step(instructions: list[Instruction], barriers_per_step: int)
     if not body or bars == 0 or bars % barriers_per_step:
         raise MatvizError(f"no k loop with a multiple of {barriers_per_step} barriers in the SASS")
     steps = bars // barriers_per_step
-    ops = Counter(m[1] + (m[2] or "") for m in map(_SHARED_OP.search, body) if m)
+    ops = Counter(m[0] for m in map(_SHARED_OP.search, body) if m)
     if any(n % steps for n in ops.values()):
         raise MatvizError(f"the k loop's shared instructions do not divide into {steps} k-steps")
     return {op: n // steps for op, n in sorted(ops.items())}

@@ -478,7 +478,8 @@ def test_the_concept_link_opens_the_map_at_its_section(window):
     from matviz.app.explain_panel import LESSON_MAP, lesson_row
 
     assert lesson_row(12) == 2 and lesson_row(14) == 1 and lesson_row(17) == 4
-    assert lesson_row(19) == 6 and lesson_row(24) == lesson_row(25) == 7 and lesson_row(27) == 9
+    assert lesson_row(19) == 6 and lesson_row(20) == lesson_row(23) == 7
+    assert lesson_row(24) == lesson_row(25) == 8 and lesson_row(27) == 10
     assert lesson_row(3) == 0 and lesson_row(1) is None
     link = window.explain.concept_link()
     assert link and link.startswith("lesson:")

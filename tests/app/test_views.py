@@ -500,6 +500,7 @@ def test_every_view_string_is_translated():
     table = json.loads((i18n.I18N_DIR / "zh_CN_views.json").read_text(encoding="utf-8"))
     table |= json.loads((i18n.I18N_DIR / "zh_CN_banks.json").read_text(encoding="utf-8"))
     table |= json.loads((i18n.I18N_DIR / "zh_CN_diagnostics.json").read_text(encoding="utf-8"))
+    table |= json.loads((i18n.I18N_DIR / "zh_CN_fragments.json").read_text(encoding="utf-8"))
     used = set(palette.STATE_NAMES.values())
     for path in VIEWS_DIR.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -510,7 +511,7 @@ def test_every_view_string_is_translated():
     missing = sorted(used - set(table))
     assert not missing, (
         "add to zh_CN_views.json (banks view: zh_CN_banks.json, barrier waits: "
-        f"zh_CN_diagnostics.json): {missing}"
+        f"zh_CN_diagnostics.json, fragments: zh_CN_fragments.json): {missing}"
     )
     fields = re.compile(r"\{[^}]*\}")
     for source in used:

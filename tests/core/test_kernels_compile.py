@@ -105,6 +105,13 @@ def _reports(builds: dict, name: str, level: int) -> list[tuple[dict[str, int], 
     return out
 
 
+def _entry_text(text: str, entry: str) -> str:
+    """The PTX of one entry function (a source may define helpers, e.g. a fragment probe)."""
+    start = text.index(f".entry {entry}(")
+    end = text.find(".entry ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
 def _ptx_params(text: str, entry: str) -> list[str]:
     match = re.search(rf"\.entry {re.escape(entry)}\((.*?)\)", text, re.DOTALL)
     assert match, f"no .entry {entry}( in the PTX"
@@ -178,7 +185,7 @@ def test_ptx_instrumentation_matches_level(builds, name: str, level: int) -> Non
             for register in ("%globaltimer", "%smid", "%clock"):
                 assert register not in text, (params, register)
             # only C is stored: no 64-bit block records, no vector phase stamps
-            stores = re.findall(r"\bst\.global(\.\w+)+", text)
+            stores = re.findall(r"\bst\.global(\.\w+)+", _entry_text(text, spec.entry_point))
             assert stores and set(stores) == {".f32"}, (params, stores)
         else:
             # MV_TRACE_PARAMS adds 4 buffers + 5 ints; the signature is the same at 1, 2, 3.

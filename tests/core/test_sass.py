@@ -42,8 +42,10 @@ def test_naive_instrumented_loop_is_scheduled_as_at_level_0(tile: int, level: in
 def test_shared_load_widths_are_what_the_model_assumes(kernel: str, params: dict) -> None:
     config = get_kernel(kernel).configure(params, 64, 64, 64)
     widths = sass.shared_load_widths(sass.sass(config, 0))
-    loads = [rs.name for rs in config.sites if rs.site.kind == "load"]
-    expected = {WIDTH_OP[w] for w in (vector_width(config, s) for s in loads) if w in WIDTH_OP}
+    loads = [rs for rs in config.sites if rs.site.kind == "load"]
+    expected = {rs.site.matrix_load for rs in loads if rs.site.matrix_load}
+    widths_of = (vector_width(config, rs.name) for rs in loads if not rs.site.matrix_load)
+    expected |= {WIDTH_OP[w] for w in widths_of if w in WIDTH_OP}
     vector_ops = {op for op in widths if op != "LDS"}
     assert vector_ops == expected, widths
 

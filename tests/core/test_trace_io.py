@@ -126,7 +126,7 @@ def test_file_layout(saved):
     assert names == {"manifest.json"} | {
         f"{n}.npy.zst"
         for n in ("blocks", "phase_blocks", "warp_blocks", "probe", "marks", "barrier_wait",
-                  "c_wrong", "stale")
+                  "c_wrong", "stale", "fragments")
     }
     assert manifest["format_version"] == FORMAT_VERSION == 3
     assert infos["marks.npy.zst"].compress_type == zipfile.ZIP_STORED  # zstd inside already
@@ -253,9 +253,12 @@ def test_old_recordings_load_and_survive_a_round_trip(path, tmp_path):
         # keys of later descriptions added (a parameter's layout role, an array's swizzle)
         stored = stored_manifest["description"]
         added = {"params": "layout", "shared": "swizzle"}
-        assert {k: v for k, v in described.items() if k not in added} == {
-            k: v for k, v in stored.items() if k not in added
+        later = {"inputs": "float32", "mma": None}  # before Tensor Core kernels: fp32, no MMA
+        assert {k: v for k, v in described.items() if k not in added | later} == {
+            k: v for k, v in stored.items() if k not in added | later
         }
+        for key, default in later.items():
+            assert described[key] == stored.get(key, default)
         for section, key in added.items():
             for now, then in zip(described[section], stored[section], strict=True):
                 assert {k: v for k, v in now.items() if k != key or key in then} == then

@@ -149,7 +149,7 @@ class ThroughputView(Retranslating, QWidget):
     def refresh(self) -> None:
         trace = self.session.trace
         if trace is not None:
-            self.peak = peak_gflops(trace.manifest.get("device"))[0]
+            self.peak = peak_gflops(trace.manifest.get("device"), _dtype(trace))[0]
             centres, gflops = metrics.flop_rate(trace)
             self.rate_t_us, self.rate_gflops = centres / 1000.0, gflops
             self.rate_curve.setData(self.rate_t_us, self.rate_gflops)
@@ -286,23 +286,31 @@ class ThroughputView(Retranslating, QWidget):
         elif trace is not None:
             cublas = trace.manifest["stats"].get("cublas_gflops")
         self.cublas_line.setVisible(bool(cublas))
+        dtype = _dtype(trace)
         if cublas:
             self.cublas_line.setValue(cublas)
-            self.cublas_line.label.setFormat(
-                tr("cuBLAS SGEMM at this size: {v:,.0f} GFLOP/s").format(v=cublas)
+            what = tr("cuBLAS SGEMM at this size: {v:,.0f} GFLOP/s")
+            if dtype != "float32":
+                what = tr("cuBLAS GEMM on {dtype} inputs at this size: {v:,.0f} GFLOP/s")
+            self.cublas_line.label.setFormat(what.format(v=cublas, dtype=dtype))
+        peak, dev = peak_gflops(trace.manifest.get("device") if trace is not None else None, dtype)
+        if dtype == "float32":
+            text = tr("FP32 peak: {v:,.0f} GFLOP/s = {sms} SMs × {fma} FMA/clk × 2 × {ghz:.2f} GHz")
+            short = tr("FP32 peak: {v:,.0f} GFLOP/s").format(v=peak)  # the formula would not fit
+            fma = dev["fp32_fma_per_clk_per_sm"]
+        else:
+            text = tr(
+                "Tensor Core peak ({dtype}, dense): {v:,.0f} GFLOP/s = {sms} SMs × {fma} FMA/clk "
+                "× 2 × {ghz:.2f} GHz"
             )
-        peak, dev = peak_gflops(trace.manifest.get("device") if trace is not None else None)
-        text = tr("FP32 peak: {v:,.0f} GFLOP/s = {sms} SMs × {fma} FMA/clk × 2 × {ghz:.2f} GHz")
+            short = tr("Tensor Core peak: {v:,.0f} GFLOP/s").format(v=peak)
+            fma = dev["tensor_fma_per_clk_per_sm"]
         label = text.format(
-            v=peak,
-            sms=dev["sm_count"],
-            fma=dev["fp32_fma_per_clk_per_sm"],
-            ghz=dev["clock_mhz"] / 1000,
+            v=peak, dtype=dtype, sms=dev["sm_count"], fma=fma, ghz=dev["clock_mhz"] / 1000
         )
-        short = tr("FP32 peak: {v:,.0f} GFLOP/s").format(v=peak)  # the formula would not fit
         if trace is not None:
             self.cublas_line.setToolTip(
-                tr("cuBLAS SGEMM at the current trace's size ({size})").format(
+                tr("cuBLAS at the current trace's size ({size})").format(
                     size=size_text(trace.shape)
                 )
             )
@@ -356,3 +364,8 @@ class ThroughputView(Retranslating, QWidget):
             else legend
         )
         self._update_lines()
+
+
+def _dtype(trace) -> str:
+    """The element type of the trace's A and B (float32 in traces made before it was kept)."""
+    return str(trace.manifest.get("dtype", "float32")) if trace is not None else "float32"

@@ -46,6 +46,12 @@ NONNEGATIVE_INT_KEYS = ("smem_reserved_per_block",)
 FLOAT_KEYS = ("clock_mhz", "copy_bandwidth_gbs", "cublas_fp32_gflops")
 # cuBLAS FP32 GFLOP/s by square edge n; when present, "cublas_fp32_gflops" may be left out.
 CUBLAS_TABLE_KEY = "cublas_fp32_gflops_by_size"
+# cuBLAS by square edge for each element type of A and B (optional but for float32)
+CUBLAS_TABLE_KEYS = {
+    "float32": CUBLAS_TABLE_KEY,
+    "float16": "cublas_fp16_gflops_by_size",
+    "bfloat16": "cublas_bf16_gflops_by_size",
+}
 
 # The simulator's timing constants (matviz.backends.simulator documents each one).
 MODEL_KEYS = (
@@ -148,14 +154,18 @@ def check_device(data: Any, where: str) -> dict[str, Any]:
 
 
 def _check_cublas_table(data: dict[str, Any], where: str) -> None:
-    """Check ``cublas_fp32_gflops_by_size`` (if present) and store it with sorted int-like keys."""
-    if CUBLAS_TABLE_KEY not in data:
-        return
-    table = data[CUBLAS_TABLE_KEY]
+    """Check the cuBLAS tables (``cublas_fp32_gflops_by_size``, ...) present and store them
+    with sorted int-like keys."""
+    for key in CUBLAS_TABLE_KEYS.values():
+        if key in data:
+            _check_table(data, where, key)
+
+
+def _check_table(data: dict[str, Any], where: str, key: str) -> None:
+    table = data[key]
     if not isinstance(table, dict) or not table:
         raise MatvizError(
-            f"{where}: '{CUBLAS_TABLE_KEY}' must map square sizes to GFLOP/s, "
-            f'e.g. {{"1024": 37077}}'
+            f"{where}: '{key}' must map square sizes to GFLOP/s, e.g. {{\"1024\": 37077}}"
         )
     points: dict[int, float] = {}
     for size, value in table.items():
@@ -164,27 +174,28 @@ def _check_cublas_table(data: dict[str, Any], where: str) -> None:
         except ValueError:
             n = 0
         if n <= 0:
-            raise MatvizError(
-                f"{where}: '{CUBLAS_TABLE_KEY}' size {size!r} is not a positive whole number"
-            )
+            raise MatvizError(f"{where}: '{key}' size {size!r} is not a positive whole number")
         if not _number(value) or value <= 0:
             raise MatvizError(
-                f"{where}: '{CUBLAS_TABLE_KEY}' at {n} must be a positive number (got {value!r})"
+                f"{where}: '{key}' at {n} must be a positive number (got {value!r})"
             )
         points[n] = float(value)
-    data[CUBLAS_TABLE_KEY] = {str(n): points[n] for n in sorted(points)}
+    data[key] = {str(n): points[n] for n in sorted(points)}
 
 
-def cublas_gflops(device: Mapping[str, Any], M: int, N: int, K: int) -> float:
-    """cuBLAS FP32 GFLOP/s at M×N×K on ``device`` (a checked device description).
+def cublas_gflops(
+    device: Mapping[str, Any], M: int, N: int, K: int, dtype: str = "float32"
+) -> float | None:
+    """cuBLAS GFLOP/s at M×N×K on ``device`` (a checked device description) for inputs of
+    ``dtype``; None where the file has no table for that type.
 
-    With a ``cublas_fp32_gflops_by_size`` table: linear in log(2·M·N·K) between the measured
-    square sizes around the shape, clamped to the smallest/largest measured size outside them.
-    Without one: the single ``cublas_fp32_gflops`` constant.
+    With a ``cublas_fp32_gflops_by_size`` table (or the type's): linear in log(2·M·N·K) between
+    the measured square sizes around the shape, clamped to the smallest/largest measured size
+    outside them. Without one, for float32: the single ``cublas_fp32_gflops`` constant.
     """
-    table = device.get(CUBLAS_TABLE_KEY)
+    table = device.get(CUBLAS_TABLE_KEYS.get(dtype, ""))
     if not table:
-        return float(device["cublas_fp32_gflops"])
+        return float(device["cublas_fp32_gflops"]) if dtype == "float32" else None
     points = sorted((math.log(2.0 * int(n) ** 3), float(g)) for n, g in table.items())
     x = math.log(2.0 * M * N * K)
     if x <= points[0][0]:

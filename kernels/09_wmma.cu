@@ -1,0 +1,188 @@
+// 09_wmma - Tensor Cores through CUDA's WMMA API (lesson 8 §20-23).
+// A block computes a BM x BN tile of C with (BM/W) x (BN/W) warps; each warp owns a W x W warp
+// tile, held as (W/16)^2 16x16 accumulator fragments in its registers. Per k-step the block
+// copies a BM x BK tile of A and a BK x BN tile of B (fp16, 16 bytes a lane) into shared
+// memory; then for each 16-deep slice each warp loads its A and B fragments
+// (wmma::load_matrix_sync, SASS LDSM: ldmatrix) and issues one wmma::mma_sync per pair, which
+// ptxas turns into two HMMA.16816.F32 (m16n8k16) Tensor Core instructions. Sums stay in fp32.
+// PAD extra elements per shared row move consecutive rows to other banks: without it the eight
+// 16-byte rows of one ldmatrix phase lie 64 or 256 bytes apart and conflict.
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include "trace.cuh"
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef WT
+#define WT 32
+#endif
+#ifndef PAD
+#define PAD 8
+#endif
+// fp16 only: for bf16 inputs nvcc (13.0, sm_90) builds load_matrix_sync from generic 4-byte
+// loads and register transposes (MOVM), not ldmatrix, so its shared accesses are another kernel's
+typedef half elem;
+
+#define WARPS_M (BM / WT)
+#define WARPS_N (BN / WT)
+#define WARPS (WARPS_M * WARPS_N)
+#define THREADS (WARPS * 32)
+#define FRAGS (WT / 16)  // fragments per warp along M and along N
+#define CHUNK 8          // elements in one 16-byte copy
+#define LDA (BK + PAD)
+#define LDB (BN + PAD)
+#define LDC 20  // floats per row of a warp's C staging tile (a multiple of 4, as WMMA needs)
+
+static_assert(BM % WT == 0 && BN % WT == 0 && WT % 16 == 0, "warp tiles of whole fragments");
+static_assert(BK % 16 == 0, "a k-step is whole 16-deep MMA slices");
+static_assert((BM * BK / CHUNK) % THREADS == 0 && (BK * BN / CHUNK) % THREADS == 0,
+              "every thread copies the same number of 16-byte chunks");
+static_assert(PAD % 8 == 0, "ldmatrix rows must stay 16-byte aligned");
+
+namespace wmma = nvcuda::wmma;
+
+struct __align__(128) MvTiles {
+    elem As[BM][LDA];
+    elem Bs[BK][LDB];
+    float Cs[WARPS][16][LDC];  // each warp's fragment on its way to C
+};
+
+// The 16-byte chunk at (r, c) of a row-major rows x cols matrix: one vector load where rows
+// are 16-byte aligned and the chunk is whole, else element by element, 0 outside (§26).
+__device__ __forceinline__ uint4 load_chunk(const elem *src, int rows, int cols, int r, int c,
+                                            bool aligned) {
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r >= rows) return v;
+    const elem *row = src + (size_t)r * cols;
+    if (aligned && c + CHUNK <= cols) return *reinterpret_cast<const uint4 *>(row + c);
+    elem *h = reinterpret_cast<elem *>(&v);
+#pragma unroll
+    for (int q = 0; q < CHUNK; ++q) h[q] = c + q < cols ? row[c + q] : elem(0.0f);
+    return v;
+}
+
+template <bool MV_STAMPED>
+__device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C, int M, int N,
+                                          int K, MvTiles &sm MV_TRACE_DECL) {
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;  // the warp's tile in the block's
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const bool a_aligned = K % CHUNK == 0, b_aligned = N % CHUNK == 0;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FRAGS][FRAGS];
+#pragma unroll
+    for (int i = 0; i < FRAGS; ++i)
+#pragma unroll
+        for (int j = 0; j < FRAGS; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+    const int num_tiles = (K + BK - 1) / BK;
+    MV_PHASES_BEGIN(num_tiles);
+    MV_WARPS_BEGIN(num_tiles);
+
+    for (int t = 0; t < num_tiles; ++t) {
+        MV_MARK_ISSUED(t);
+        MV_PROBE_BEGIN(t, &sm);
+        // chunk e = tid + i*THREADS: 8 consecutive elements of one row, coalesced
+#pragma unroll
+        for (int i = 0; i < BM * BK / CHUNK / THREADS; ++i) {
+            const int e = tid + i * THREADS, r = e / (BK / CHUNK), c = e % (BK / CHUNK) * CHUNK;
+            *reinterpret_cast<uint4 *>(&sm.As[r][c]) =
+                load_chunk(A, M, K, row0 + r, t * BK + c, a_aligned);
+            MV_PROBE(MV_SITE_st_As + i, &sm.As[r][c]);
+        }
+#pragma unroll
+        for (int i = 0; i < BK * BN / CHUNK / THREADS; ++i) {
+            const int e = tid + i * THREADS, r = e / (BN / CHUNK), c = e % (BN / CHUNK) * CHUNK;
+            *reinterpret_cast<uint4 *>(&sm.Bs[r][c]) =
+                load_chunk(B, K, N, t * BK + r, col0 + c, b_aligned);
+            MV_PROBE(MV_SITE_st_Bs + i, &sm.Bs[r][c]);
+        }
+        MV_ARRIVE(t, 0);
+        __syncthreads();  // barrier 1: the tiles are complete
+        MV_RELEASED(t, 0);
+        MV_MARK_LOADED(t);
+
+        // ldmatrix .x4: lane l gives row (l % 8) + 8 * ((l / 8) % 2), column 8 * (l / 16) of the
+        // 16x16 fragment it loads (one 8x8 matrix per 8 lanes); the probe records that row
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            const int lr = (lane & 7) + ((lane >> 3) & 1) * 8, lc = (lane >> 4) * 8;
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, elem, wmma::row_major> a[FRAGS];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, elem, wmma::row_major> b;
+#pragma unroll
+            for (int i = 0; i < FRAGS; ++i) {
+                wmma::load_matrix_sync(a[i], &sm.As[wm * WT + i * 16][kk * 16], LDA);
+                MV_PROBE(MV_SITE_ld_As + kk * FRAGS + i, &sm.As[wm * WT + i * 16 + lr][kk * 16 + lc]);
+            }
+            // one B fragment at a time: FRAGS of them beside FRAGS^2 accumulators would spill
+#pragma unroll
+            for (int j = 0; j < FRAGS; ++j) {
+                wmma::load_matrix_sync(b, &sm.Bs[kk * 16][wn * WT + j * 16], LDB);
+                MV_PROBE(MV_SITE_ld_Bs + kk * FRAGS + j, &sm.Bs[kk * 16 + lr][wn * WT + j * 16 + lc]);
+#pragma unroll
+                for (int i = 0; i < FRAGS; ++i) wmma::mma_sync(acc[i][j], a[i], b, acc[i][j]);
+            }
+        }
+
+        MV_ARRIVE(t, 1);
+        __syncthreads();  // barrier 2: nobody overwrites the tiles while others read them
+        MV_RELEASED(t, 1);
+    }
+    MV_MARK_LAST_COMPUTED();
+
+    // A fragment's layout in registers is not C's, and C's rows need not be 32-byte aligned:
+    // each fragment goes through the warp's staging tile, then lane l writes elements l + 32q.
+#pragma unroll
+    for (int i = 0; i < FRAGS; ++i)
+#pragma unroll
+        for (int j = 0; j < FRAGS; ++j) {
+            wmma::store_matrix_sync(&sm.Cs[warp][0][0], acc[i][j], LDC, wmma::mem_row_major);
+            __syncwarp();
+            const int r0 = row0 + wm * WT + i * 16, c0 = col0 + wn * WT + j * 16;
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const int e = lane + q * 32, r = e / 16, c = e % 16;
+                if (r0 + r < M && c0 + c < N) C[(size_t)(r0 + r) * N + c0 + c] = sm.Cs[warp][r][c];
+            }
+            __syncwarp();
+        }
+}
+
+extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_wmma(const elem *A, const elem *B,
+                                                             float *C, int M, int N,
+                                                             int K MV_TRACE_PARAMS) {
+    __shared__ MvTiles sm;
+    MV_BLOCK_BEGIN();
+    MV_RUN(wmma_gemm, A, B, C, M, N, K, sm);
+    MV_BLOCK_END();
+}
+
+// Which element each lane holds in each slot of the A, B and C fragments, loaded as the kernel
+// loads them: one warp, 16x16 tiles whose elements hold their own numbers (row * 16 + col,
+// exact in fp16). out[operand][lane][slot], operands A, B, C; -1 past a fragment's end.
+extern "C" __global__ void mv_wmma_fragments(const elem *A, const elem *B, const float *C,
+                                             int *out) {
+    __shared__ __align__(32) elem As[16 * 16];
+    __shared__ __align__(32) elem Bs[16 * 16];
+    const int lane = threadIdx.x;
+    for (int i = lane; i < 16 * 16; i += 32) {
+        As[i] = A[i];
+        Bs[i] = B[i];
+    }
+    __syncwarp();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, elem, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, elem, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::load_matrix_sync(a, As, 16);
+    wmma::load_matrix_sync(b, Bs, 16);
+    wmma::load_matrix_sync(c, C, 16, wmma::mem_row_major);
+    for (int i = 0; i < a.num_elements; ++i) out[(0 * 32 + lane) * 32 + i] = (int)(float)a.x[i];
+    for (int i = 0; i < b.num_elements; ++i) out[(1 * 32 + lane) * 32 + i] = (int)(float)b.x[i];
+    for (int i = 0; i < c.num_elements; ++i) out[(2 * 32 + lane) * 32 + i] = (int)c.x[i];
+}
