@@ -701,12 +701,34 @@ def test_a_device_file_may_give_only_the_cublas_table(tmp_path):
         ({"512": "fast"}, "at 512 must be a positive number"),
     ],
 )
-def test_a_bad_cublas_table_is_one_line_error(table, needle):
+@pytest.mark.parametrize(
+    "key",
+    ["cublas_fp32_gflops_by_size", "cublas_fp16_gflops_by_size", "cublas_bf16_gflops_by_size"],
+)
+def test_a_bad_cublas_table_is_one_line_error(table, needle, key):
     data = json.loads((DEVICE_DIR / "h200.json").read_text())
-    data["cublas_fp32_gflops_by_size"] = table
+    data[key] = table
     with pytest.raises(MatvizError, match=needle) as info:
         load_device(data)
-    assert "\n" not in str(info.value)
+    assert "\n" not in str(info.value) and key in str(info.value)
+
+
+def test_a_tensor_core_kernel_is_against_cublas_on_its_own_inputs(tmp_path):
+    dev = load_device("h200")
+    measured = json.loads(
+        (DEVICE_DIR.parents[2] / "resources/bench/h200_cublas_sizes_16bit.json").read_text()
+    )
+    assert dev["cublas_fp16_gflops_by_size"] == measured["float16"]
+    stats = sim(kernel="wmma", size=1024, level=1).manifest["stats"]
+    assert stats["cublas_gflops"] == pytest.approx(measured["float16"]["1024"])
+    assert cublas_gflops(dev, 1024, 1024, 1024) == pytest.approx(H200_CUBLAS[1024])  # fp32
+    # a device file without an fp16 table: no cuBLAS figure for fp16 inputs, rather than fp32's
+    data = json.loads((DEVICE_DIR / "h200.json").read_text())
+    del data["cublas_fp16_gflops_by_size"]
+    path = tmp_path / "no16.json"
+    path.write_text(json.dumps(data))
+    stats = sim(kernel="wmma", size=256, level=1, device=str(path)).manifest["stats"]
+    assert stats["cublas_gflops"] is None and stats["pct_cublas"] is None
 
 
 def test_a_block_that_fits_no_sm_is_refused(tmp_path):

@@ -59,6 +59,32 @@ def test_saved_rows_become_table_markdown_readme_and_plot(tmp_path, saved, capsy
         assert image.size == (1200, 620)
 
 
+TENSOR_ROW = {
+    "kernel": "wmma", "number": 9, "params": {"BM": 128, "BN": 128, "BK": 32, "WT": 32, "PAD": 8},
+    "config": "BM128 BN128 BK32 W32 P8", "size": 4096, "dtype": "float16",
+    "device": "NVIDIA H200", "gflops": 89234.0, "cublas_gflops": 694529.0, "pct_cublas": 12.8,
+    "pct_peak": 8.3, "peak_gflops": 1070530.56, "rel_error": 4.9e-6, "registers": 96,
+    "blocks_per_sm": 1, "limiter": "registers", "overhead_l1_pct": -0.36,
+    "overhead_l2_pct": 1.02, "ms": 1.54,
+}  # fmt: skip
+
+
+def test_each_input_type_gets_its_own_table_and_chart(tmp_path, capsys):
+    path = tmp_path / "ladder.json"
+    path.write_text(json.dumps([*ROWS, TENSOR_ROW]))  # the fp32 rows predate "dtype"
+    md, png = tmp_path / "t.md", tmp_path / "p.png"
+    code, out, err = run(capsys, "bench", "--from", str(path), "--markdown", str(md),
+                         "--plot", str(png))  # fmt: skip
+    assert code == 0, err
+    assert "% of Tensor Core peak" in out and "89,234" in out
+    fp32, fp16 = md.read_text().split("\n\n| kernel")
+    assert "| tiled | T32 P0 |" in fp32 and "wmma" not in fp32 and "FP32 peak 66,908" in fp32
+    assert "| wmma | BM128 BN128 BK32 W32 P8 | 89,234 | 12.8 | 8.3 |" in fp16
+    assert "cuBLAS 694,529 GFLOP/s" in fp16 and "Tensor Core peak 1,070,531" in fp16
+    with Image.open(png) as image:  # one chart above the other
+        assert image.size == (1200, 620 * 2 * 3 // 4)
+
+
 @pytest.mark.parametrize(("content", "fragment"), [
     ("{", "is not JSON"),
     ("[]", "is not a `matviz bench --json` file"),

@@ -360,6 +360,10 @@ def test_wrong_types_in_every_manifest_field(saved, tmp_path, key):
         (("description", "params", 0, "layout"), 5, "description.params.0.layout"),
         (("description", "shared"), "bad", "description.shared"),
         (("description", "shared", 0, "swizzle"), [1], "description.shared.0.swizzle"),
+        (("description", "inputs"), "float64", "description.inputs"),
+        (("description", "mma"), "wmma", "description.mma"),
+        (("description", "mma"), {"instruction": "x"}, "description.mma"),
+        (("dtype",), "int8", "manifest field 'dtype'"),
     ],
 )
 def test_field_values_out_of_bounds(saved, tmp_path, path, value, needle):
@@ -512,3 +516,56 @@ def test_cli_show_prints_one_line_and_exits_2(saved, tmp_path):
         assert result.returncode == 2, (path, result.stderr)
         assert len(lines) == 1 and lines[0].startswith("matviz: error: cannot read trace"), lines
         assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+# -- the Tensor Core fragment map (trace.fragments) ----------------------------------------------
+MMA = {
+    "instruction": "wmma::mma_sync m16n16k16", "sass": "2 × HMMA.16816.F32", "shape": [16, 16, 16],
+    "warps": [1, 1], "warp_tile": [16, 16],
+    "fragments": [{"operand": "A", "rows": 16, "cols": 16, "dtype": "float16",
+                   "elements": [[lane] * 8 for lane in range(32)]}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mma", "needle"),
+    [
+        ({**MMA, "fragments": [{**MMA["fragments"][0], "elements": [[0]] * 31}]}, "elements"),
+        ({**MMA, "fragments": [{**MMA["fragments"][0], "elements": [[4096]] * 32}]}, "elements"),
+        ({**MMA, "fragments": [{**MMA["fragments"][0], "operand": "D"}]}, "operand"),
+        ({**MMA, "shape": [16, 16]}, "shape"),
+        ({**MMA, "fragments": []}, "fragments"),
+    ],
+)
+def test_a_malformed_mma_section_is_one_line(saved, tmp_path, mma, needle):
+    msg = load_error(
+        with_manifest(saved, tmp_path / "b.mvz", lambda m: m["description"].update(mma=mma))
+    )
+    assert "description.mma" in msg and needle in msg, msg
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.zeros((3, 32, 32), np.int32),  # wrong type
+        np.zeros((3, 31, 32), np.int16),  # not 32 lanes
+        np.full((3, 32, 32), 5000, np.int16),  # an element past a 64 x 64 tile
+        np.full((3, 32, 32), -7, np.int16),
+        np.zeros((2, 32), np.int16),
+    ],
+    ids=["int32", "31 lanes", "past the tile", "negative", "2-d"],
+)
+def test_a_malformed_fragment_map_is_one_line(saved, tmp_path, array):
+    files = members(saved)
+    files["fragments.npy.zst"] = npy_zst(array)
+    msg = load_error(write_members(tmp_path / "b.mvz", files))
+    assert "fragments" in msg, msg
+
+
+def test_a_huge_fragment_map_is_refused_before_allocation(saved, tmp_path):
+    files = members(saved)
+    files["fragments.npy.zst"] = zstandard.ZstdCompressor().compress(
+        npy_header_only((4096, 32, 32), "<i2")
+    )
+    msg = load_error(write_members(tmp_path / "b.mvz", files))
+    assert "fragments" in msg, msg
