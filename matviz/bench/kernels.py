@@ -31,7 +31,9 @@ def measure(kernel: str, params: dict, size: int, repeats: int) -> dict:
     for level, every in ((1, 1), (2, 1), (2, SAMPLED_EVERY)):
         req = RunRequest(kernel, size, size, size, params, backend="cuda", level=level,
                          repeats=repeats, phase_every=every)  # fmt: skip
-        stats = Recorder(req).run().manifest["stats"]
+        manifest = Recorder(req).run().manifest
+        stats = manifest["stats"]
+        row["dtype"] = manifest["dtype"]
         tag = f"l{level}" if every == 1 else f"l{level}s{every}"
         row[f"overhead_{tag}_pct"] = stats["overhead_pct"]
         row[f"span_vs_event_{tag}"] = stats["span_vs_event"]

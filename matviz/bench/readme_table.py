@@ -16,6 +16,15 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
 def table(rows: list[dict], source: str) -> str:
+    """One table per element type of A and B (rows saved before it was kept: fp32), each with
+    its own cuBLAS range."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(str(r.get("dtype", "float32")), []).append(r)
+    return "\n\n".join(_table(group, dtype, source) for dtype, group in groups.items())
+
+
+def _table(rows: list[dict], dtype: str, source: str) -> str:
     lines = [
         "| kernel | parameters | GFLOP/s | % of cuBLAS | level-1 overhead | level-2 overhead "
         "| level-2, every 4th block | %globaltimer span / event | rel. error |",
@@ -32,10 +41,11 @@ def table(rows: list[dict], source: str) -> str:
     size = rows[0]["size"]
     lines.append("")
     blas = [r["cublas_gflops"] for r in rows]
+    what = "fp32" if dtype == "float32" else f"{dtype} inputs (fp32 sums)"
     lines.append(
-        f"{size}³ fp32 on one NVIDIA H200, cuBLAS {min(blas):.0f}-{max(blas):.0f} GFLOP/s in the "
-        "same runs; medians of CUDA-event times, level-0 and instrumented builds interleaved in "
-        f"one process. Source: `{source}`."
+        f"{size}³ {what} on one NVIDIA H200, cuBLAS on the same inputs {min(blas):.0f}-"
+        f"{max(blas):.0f} GFLOP/s in the same runs; medians of CUDA-event times, level-0 and "
+        f"instrumented builds interleaved in one process. Source: `{source}`."
     )
     return "\n".join(lines)
 

@@ -14,7 +14,6 @@ on the CUDA cores and gets a placeholder.
 from __future__ import annotations
 
 import colorsys
-from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
+from matviz.core.fragments import Operand, mma_of, operands_of
 from matviz.core.kernel import WARP
 
 GROUP = 4  # lanes per group: lane = 4 x group + thread (the PTX fragment tables' groupID)
@@ -45,9 +45,7 @@ NONE_COLOR = (235, 235, 235)
 SELECTED_COLOR = (20, 20, 20)
 WRONG_COLOR = (214, 39, 40)  # a measured entry that differs from the description
 WRONG_SHOWN = 6  # differences listed by name; the rest are counted
-# the axes of each operand of D = A B + C (rows, columns)
 TICK_POINTS = 7.5  # small axis numbers: the cells, not the axes, need the room
-AXES = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n"), "D": ("m", "n")}
 
 
 def lane_color(lane: int) -> tuple[int, int, int]:
@@ -68,115 +66,6 @@ def fragment_lut() -> np.ndarray:
         lut[lane + WARP, :3] = np.round(rgb + (255 - rgb) * WASH)
     lut[NONE_WASHED, :3] = np.round(np.array(NONE_COLOR) + (255 - np.array(NONE_COLOR)) * WASH)
     return lut
-
-
-# -- the model: one operand's lane -> element map ----------------------------------------------
-@dataclass
-class Operand:
-    """One MMA operand: its described map (32 lanes x slots, element = row * cols + col) and,
-    where the GPU measured it, the measured one (32 lanes x 32 slots, -1 past the last)."""
-
-    name: str
-    rows: int
-    cols: int
-    dtype: str
-    described: np.ndarray
-    measured: np.ndarray | None = None
-    owner: np.ndarray = field(init=False)  # (rows, cols): the lowest lane holding it, or -1
-    holders: np.ndarray = field(init=False)  # (rows, cols): how many lanes hold it
-
-    def __post_init__(self) -> None:
-        shown = self.shown
-        self.owner = np.full((self.rows, self.cols), -1, np.int32)
-        held = np.zeros((WARP, self.rows * self.cols), bool)
-        for lane in range(WARP - 1, -1, -1):  # the lowest lane wins
-            mine = shown[lane][(shown[lane] >= 0) & (shown[lane] < self.rows * self.cols)]
-            self.owner.flat[mine] = lane
-            held[lane, mine] = True
-        self.holders = held.sum(axis=0).reshape(self.rows, self.cols).astype(np.int32)
-
-    @property
-    def slots(self) -> int:
-        return int(self.described.shape[1])
-
-    @property
-    def axes(self) -> tuple[str, str]:
-        return AXES.get(self.name, ("row", "col"))
-
-    @property
-    def shown(self) -> np.ndarray:
-        """The map drawn: the measured one where there is one, else the described one."""
-        if self.measured is None:
-            return self.described
-        used = np.flatnonzero((self.measured >= 0).any(axis=0))
-        last = int(used[-1]) + 1 if used.size else 0
-        return self.measured[:, : max(last, self.slots)]
-
-    def held_by(self, lane: int) -> list[tuple[int, int, list[int]]]:
-        """(row, col, slots) of each element ``lane`` holds, in the order of its first slot."""
-        out: dict[int, list[int]] = {}
-        for slot, element in enumerate(self.shown[lane]):
-            if 0 <= element < self.rows * self.cols:
-                out.setdefault(int(element), []).append(slot)
-        return [(e // self.cols, e % self.cols, slots) for e, slots in out.items()]
-
-    def mismatches(self) -> list[tuple[int, int, int, int]]:
-        """(lane, slot, measured, described) where the measurement differs (-1: no element)."""
-        if self.measured is None:
-            return []
-        width = max(self.measured.shape[1], self.slots)
-        described = np.full((WARP, width), -1, np.int64)
-        described[:, : self.slots] = self.described
-        measured = np.full((WARP, width), -1, np.int64)
-        measured[:, : self.measured.shape[1]] = self.measured
-        lanes, slots = np.nonzero(measured != described)
-        return [
-            (int(lane), int(slot), int(measured[lane, slot]), int(described[lane, slot]))
-            for lane, slot in zip(lanes, slots, strict=True)
-        ]
-
-    def repeat_half(self) -> int:
-        """h when slots h..2h-1 of every lane repeat slots 0..h-1 (fp16 WMMA's A and B), else 0."""
-        shown = self.described
-        half = shown.shape[1] // 2
-        if half and shown.shape[1] % 2 == 0 and np.array_equal(shown[:, half:], shown[:, :half]):
-            return half
-        return 0
-
-    def cell(self, element: int) -> tuple[int, int] | None:
-        if 0 <= element < self.rows * self.cols:
-            return divmod(int(element), self.cols)
-        return None
-
-
-def mma_of(trace) -> dict | None:
-    """The description's mma section, or None (no trace, a CUDA-core kernel, unreadable)."""
-    if trace is None:
-        return None
-    description = trace.manifest.get("description")
-    mma = description.get("mma") if isinstance(description, dict) else None
-    if not isinstance(mma, dict) or not mma.get("fragments"):
-        return None
-    return mma
-
-
-def operands_of(trace) -> list[Operand]:
-    """The operands of the trace's MMA, each with its measured map where the trace has one."""
-    mma = mma_of(trace)
-    if mma is None:
-        return []
-    measured = trace.fragments
-    out = []
-    for i, f in enumerate(mma["fragments"]):
-        described = np.asarray(f["elements"], np.int64).reshape(WARP, -1)
-        has = measured.shape[0] > i
-        out.append(
-            Operand(
-                str(f["operand"]), int(f["rows"]), int(f["cols"]), str(f.get("dtype", "")),
-                described, measured[i].astype(np.int64) if has else None,
-            )
-        )  # fmt: skip
-    return out
 
 
 def _cosmetic_pen(color: tuple[int, int, int], width: float) -> QPen:
