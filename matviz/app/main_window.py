@@ -549,14 +549,22 @@ class MainWindow(Retranslating, QMainWindow):
     # -- runs ------------------------------------------------------------------------------
     def show_ladder(self, on: bool) -> None:
         """The throughput plot shows the bundled H200 ladder (``matviz bench``) as steps, or
-        this session's runs again."""
+        this session's runs again: the rungs whose inputs have the current trace's type, against
+        their cuBLAS (fp32 SGEMM, or cuBLAS on fp16 for the Tensor Core rungs)."""
         if not on:
             self.session.show_ladder(None)
             return
         from matviz.bench.ladder import LADDER_H200, load_rows
 
+        trace = self.session.trace
+        dtype = str(trace.manifest.get("dtype", "float32")) if trace is not None else "float32"
         try:
-            rungs = [RunPoint.from_bench_row(row) for row in load_rows(LADDER_H200)]
+            rows = load_rows(LADDER_H200)
+            rungs = [
+                RunPoint.from_bench_row(row)
+                for row in rows
+                if str(row.get("dtype", "float32")) == dtype
+            ] or [RunPoint.from_bench_row(row) for row in rows]
         except (MatvizError, KeyError, TypeError, ValueError) as exc:
             reason = one_line(str(exc))
             self.show_error(tr("cannot show the ladder: {reason}").format(reason=reason))

@@ -112,14 +112,9 @@ def test_every_ladder_rung_simulates_within_25_percent():
 
     cases = ladder_cases()
     assert {c.kernel for c in cases} >= {"vectorized", "async_pipeline", "warp_tiling"}
-    for case, row in zip(cases, compare(cases, load_device("h200")), strict=True):
-        if get_kernel(case.kernel).mma is None:
-            assert abs(row["error_pct"]) < 25, row
-        else:
-            # Known gap: one block per SM leaves a Tensor Core rung's loads exposed, and at
-            # 4096^3 they take about twice as long as at 1024^3 (where the recording is
-            # within 11%); the load model does not see that: 30% fast for kernel 09
-            assert abs(row["error_pct"]) < 35, row
+    assert any(get_kernel(c.kernel).mma for c in cases)  # a Tensor Core rung too
+    for row in compare(cases, load_device("h200")):
+        assert abs(row["error_pct"]) < 25, row
 
 
 @pytest.mark.parametrize(
