@@ -235,6 +235,31 @@ def test_ncu_compare_reads_cp_async_stores_from_the_ldgsts_counters(tmp_path):
     assert "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts" in format_table([row], 64)
 
 
+def test_ncu_compare_counts_ldmatrix_and_subtracts_the_epilogue(tmp_path):
+    """Kernel 09: ncu counts LDSM apart from LDS but its wavefronts among the loads'; the same
+    launch with K = 0 (``tag.k0.csv``: C staged through shared memory) is subtracted."""
+    from matviz.bench.ncu_banks import compare_rows
+
+    params = {"BM": 64, "BN": 64, "BK": 16, "WT": 32, "PAD": 8}
+    (tmp_path / "index.tsv").write_text(f"w\twmma\t{json.dumps(params)}\tmv_wmma\t0\t1\n")
+    # the k loop: 1000 LDSM of 4 wavefronts, 200 STS.128 of 6; the epilogue: 64 LDS of 2 and
+    # 32 STS of 1, in both launches
+    full = {"ld_inst": "64", "ldsm_inst": "1000", "ld_wavefronts": str(4000 + 128),
+            "st_inst": str(200 + 32), "st_wavefronts": str(1200 + 32)}  # fmt: skip
+    epilogue = {"ld_inst": "64", "ld_wavefronts": "128", "st_inst": "32", "st_wavefronts": "32"}
+    (tmp_path / "w.csv").write_text(_ncu_csv(full))
+    (tmp_path / "w.k0.csv").write_text(_ncu_csv(epilogue))
+    (row,) = compare_rows(tmp_path, 64, jobs=1)
+    assert row["ld_inst_measured"] == 1000 and row["ld_measured"] == pytest.approx(4.0)
+    assert row["st_inst_measured"] == 200 and row["st_measured"] == pytest.approx(6.0)
+    assert row["ld_per_inst"] == pytest.approx(4.0) and row["st_per_inst"] == pytest.approx(6.0)
+    assert row["ld_diff"] == pytest.approx(0.0) and not row["ld_flag"]
+    # without the epilogue launch the loads would read 4.128: the LDS of C counted with them
+    (tmp_path / "w.k0.csv").unlink()
+    (row,) = compare_rows(tmp_path, 64, jobs=1)
+    assert row["ld_measured"] == pytest.approx(4128 / 1064)
+
+
 @pytest.mark.parametrize(("swizzle", "degree"), [(1, 1), (0, 4)])
 def test_cp_async_stores_are_ldgsts(swizzle, degree):
     # kernel 07 copies A element by element (its transposing stores, conflict-free with the
