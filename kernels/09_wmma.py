@@ -42,6 +42,33 @@ def _chunk(th, p, cols):
     return e // (cols // CHUNK), e % (cols // CHUNK) * CHUNK
 
 
+def _a_corner(th, p):
+    """The k-step's BM x BK tile of A starts at row by*BM, column t*BK."""
+    return th.by * p.BM, th.t * p.BK
+
+
+def _b_corner(th, p):
+    """The k-step's BK x BN tile of B starts at row t*BK, column bx*BN."""
+    return th.t * p.BK, th.bx * p.BN
+
+
+def _tile_copy(name, array, shape, origin):
+    """A block's copy of a rows x cols tile (``shape(p)``) into ``array``, 16 bytes a lane:
+    chunk e = tid + i*THREADS is row e / (cols/8), columns 8(e % (cols/8)) + 0..7, copied from
+    the global element ``origin(th, p)`` (the tile's corner) plus that."""
+
+    def at(th, p):
+        return _chunk(th, p, shape(p)[1])
+
+    def source(th, p):
+        (r, c), (r0, c0) = at(th, p), origin(th, p)
+        return r0 + r, c0 + c
+
+    rows_cols = lambda p: shape(p)[0] * shape(p)[1]  # noqa: E731
+    return Site(name, "store", array, "load", width=16, at=at, source=source,
+                repeat=lambda p: rows_cols(p) // CHUNK // threads(p))  # fmt: skip
+
+
 def _warp_tile(th, p):
     """First row and column of the lane's warp tile in the block's tile."""
     warp = th.tid // 32
@@ -154,33 +181,8 @@ KERNEL = Kernel(
         SharedArray("Cs", warps(p) * 16, 16, LDC - 16, align=16),
     ),
     sites=(
-        # chunk e = tid + i*THREADS: As[e / (BK/8)][8(e % (BK/8)) + 0..7], 16 bytes a lane
-        Site(
-            "st_As",
-            "store",
-            "As",
-            "load",
-            width=16,
-            at=lambda th, p: _chunk(th, p, p.BK),
-            repeat=lambda p: p.BM * p.BK // CHUNK // threads(p),
-            source=lambda th, p: (
-                th.by * p.BM + _chunk(th, p, p.BK)[0],
-                th.t * p.BK + _chunk(th, p, p.BK)[1],
-            ),
-        ),
-        Site(
-            "st_Bs",
-            "store",
-            "Bs",
-            "load",
-            width=16,
-            at=lambda th, p: _chunk(th, p, p.BN),
-            repeat=lambda p: p.BK * p.BN // CHUNK // threads(p),
-            source=lambda th, p: (
-                th.t * p.BK + _chunk(th, p, p.BN)[0],
-                th.bx * p.BN + _chunk(th, p, p.BN)[1],
-            ),
-        ),
+        _tile_copy("st_As", "As", lambda p: (p.BM, p.BK), _a_corner),
+        _tile_copy("st_Bs", "Bs", lambda p: (p.BK, p.BN), _b_corner),
         # per 16-deep slice kk: fragment i of A, then fragment j of B (instance kk*FRAGS + i);
         # B is row-major (k x n), so its fragments load transposed (MT88)
         Site(

@@ -16,7 +16,7 @@ from matviz.app.export_render import ensure_app
 from matviz.app.sweep_plot import BAR, SIZE, chart, hline, save_widget
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
-from matviz.bench.ladder import by_dtype
+from matviz.bench.ladder import by_dtype, row_dtype
 from matviz.errors import MatvizError
 
 TICK_CHARS = 17  # characters per line of a tick's configuration
@@ -27,7 +27,7 @@ MIN_SLOTS = 4  # a chart of one or two rungs keeps its bars narrow
 def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     first = rows[0]
     size = first["size"]
-    dtype = SHORT_TYPE.get(str(first.get("dtype", "float32")), str(first.get("dtype")))
+    dtype = SHORT_TYPE.get(row_dtype(first), row_dtype(first))
     fp32 = dtype == "fp32"
     widget, plot = chart(
         f"<b>The ladder to cuBLAS</b> · {size}×{size}×{size} {dtype} · "

@@ -554,17 +554,14 @@ class MainWindow(Retranslating, QMainWindow):
         if not on:
             self.session.show_ladder(None)
             return
-        from matviz.bench.ladder import LADDER_H200, load_rows
+        from matviz.bench.ladder import LADDER_H200, load_rows, row_dtype
 
         trace = self.session.trace
-        dtype = str(trace.manifest.get("dtype", "float32")) if trace is not None else "float32"
+        dtype = trace.dtype if trace is not None else "float32"
         try:
             rows = load_rows(LADDER_H200)
-            rungs = [
-                RunPoint.from_bench_row(row)
-                for row in rows
-                if str(row.get("dtype", "float32")) == dtype
-            ] or [RunPoint.from_bench_row(row) for row in rows]
+            same = [row for row in rows if row_dtype(row) == dtype] or rows
+            rungs = [RunPoint.from_bench_row(row) for row in same]
         except (MatvizError, KeyError, TypeError, ValueError) as exc:
             reason = one_line(str(exc))
             self.show_error(tr("cannot show the ladder: {reason}").format(reason=reason))

@@ -76,8 +76,8 @@ def toolkit_includes() -> list[str]:
     return []
 
 
-# cuBLAS data types (cudaDataType_t) and its fp32 compute type (cublasComputeType_t)
-CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
+# cuBLAS's bf16 data type (cudaDataType_t) and its fp32 compute type (cublasComputeType_t)
+CUDA_R_16BF = 14
 CUBLAS_COMPUTE_32F = 68
 CUBLAS_GEMM_DEFAULT = -1
 

@@ -324,10 +324,11 @@ class Recorder:
         kernel does, from tiles (up to 16x16, row-major) whose elements hold their own numbers,
         exact in every input type, and writes out[operand][lane][slot] (-1: no such slot)."""
         c = self.config
+        assert c.mma is not None  # only Tensor Core kernels have a fragment probe
         probe = compiled_kernel(c, 0, entry=c.kernel.entry_point + "_fragments")
         numbers = cupy.arange(256, dtype=cupy.float32)
         tile = elements.rounded(cupy, numbers, c.input_dtype)
-        out = cupy.full((3, 32, 32), -1, cupy.int32)
+        out = cupy.full((len(c.mma.fragments), 32, 32), -1, cupy.int32)
         probe((1,), (32,), (tile, tile, numbers, out))
         cupy.cuda.get_current_stream().synchronize()
         return out.get().astype(np.int16)

@@ -50,7 +50,7 @@ import numpy as np
 from matviz.core import access, banks, coalescing
 from matviz.core.config import KernelConfig
 from matviz.core.instructions import vector_width
-from matviz.core.metrics import peak_gflops
+from matviz.core.metrics import tensor_fma_per_clk
 from matviz.core.occupancy import Occupancy
 from matviz.core.trace import PROBE_DTYPE
 
@@ -173,11 +173,6 @@ def warp_math_per_k(config: KernelConfig) -> float:
         return lane_fmas  # one FFMA per multiply-add
     m, n, k = config.mma.sass_shape
     return lane_fmas * 32 / (m * n * k)
-
-
-def tensor_fma_per_clk(device: dict) -> float:
-    """Dense fp16/bf16 Tensor Core multiply-adds per SM and clock (datasheet, metrics.py)."""
-    return peak_gflops(device, "float16")[1]["tensor_fma_per_clk_per_sm"]
 
 
 def constant(device: dict, name: str) -> float:

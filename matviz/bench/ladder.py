@@ -141,12 +141,17 @@ def _cell(row: dict[str, Any], key: str) -> str:
     return str(value)
 
 
+def row_dtype(row: dict[str, Any]) -> str:
+    """The element type of a benchmark row's A and B (rows saved before it was kept: fp32)."""
+    return str(row.get("dtype", "float32"))
+
+
 def by_dtype(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The rows grouped by the element type of A and B (rows saved before it: float32), each
-    group against its own cuBLAS and peak."""
+    """The rows grouped by the element type of A and B, each group against its own cuBLAS and
+    peak."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        groups.setdefault(str(row.get("dtype", "float32")), []).append(row)
+        groups.setdefault(row_dtype(row), []).append(row)
     return list(groups.values())
 
 
@@ -159,7 +164,7 @@ def markdown(rows: list[dict[str, Any]], source: str) -> str:
 
 
 def _markdown_group(rows: list[dict[str, Any]], source: str) -> str:
-    dtype = str(rows[0].get("dtype", "float32"))
+    dtype = row_dtype(rows[0])
     lines = ["| " + " | ".join(_titles(rows)) + " |", "|" + " --- |" * len(COLUMNS)]
     for row in rows:
         lines.append("| " + " | ".join(_cell(row, key) for key, _ in COLUMNS) + " |")
@@ -200,7 +205,7 @@ def text_table(rows: list[dict[str, Any]]) -> list[str]:
 def _titles(rows: list[dict[str, Any]]) -> list[str]:
     """Column titles; the peak is the Tensor Core's for fp16/bf16 rows."""
     titles = [title for _, title in COLUMNS]
-    if str(rows[0].get("dtype", "float32")) != "float32":
+    if row_dtype(rows[0]) != "float32":
         titles = [t.replace("% of FP32 peak", "% of Tensor Core peak") for t in titles]
     return titles
 

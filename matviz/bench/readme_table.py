@@ -11,6 +11,8 @@ import json
 import re
 from pathlib import Path
 
+from matviz.bench.ladder import by_dtype, row_dtype
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
@@ -18,10 +20,7 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 def table(rows: list[dict], source: str) -> str:
     """One table per element type of A and B (rows saved before it was kept: fp32), each with
     its own cuBLAS range."""
-    groups: dict[str, list[dict]] = {}
-    for r in rows:
-        groups.setdefault(str(r.get("dtype", "float32")), []).append(r)
-    return "\n\n".join(_table(group, dtype, source) for dtype, group in groups.items())
+    return "\n\n".join(_table(group, row_dtype(group[0]), source) for group in by_dtype(rows))
 
 
 def _table(rows: list[dict], dtype: str, source: str) -> str:

@@ -103,7 +103,6 @@ def _mma_fill(config: KernelConfig) -> dict[str, Any]:
         "mmas": per_warp,
         "instruction": mma.instruction,
         "sass": mma.sass,
-        "shape": f"{m}×{n}×{k}",
         "fmas": _num(m * n * k),
         "warp_rows": mma.warp_tile[0],
         "warp_cols": mma.warp_tile[1],

@@ -29,6 +29,7 @@ class Operand:
     measured: np.ndarray | None = None
     owner: np.ndarray = field(init=False)  # (rows, cols): the lowest lane holding it, or -1
     holders: np.ndarray = field(init=False)  # (rows, cols): how many lanes hold it
+    _mismatches: list[tuple[int, int, int, int]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         shown = self.shown
@@ -39,6 +40,7 @@ class Operand:
             self.owner.flat[mine] = lane
             held[lane, mine] = True
         self.holders = held.sum(axis=0).reshape(self.rows, self.cols).astype(np.int32)
+        self._mismatches = self._find_mismatches()
 
     @property
     def slots(self) -> int:
@@ -67,6 +69,9 @@ class Operand:
 
     def mismatches(self) -> list[tuple[int, int, int, int]]:
         """(lane, slot, measured, described) where the measurement differs (-1: no element)."""
+        return self._mismatches
+
+    def _find_mismatches(self) -> list[tuple[int, int, int, int]]:
         if self.measured is None:
             return []
         width = max(self.measured.shape[1], self.slots)

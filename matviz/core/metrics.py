@@ -38,10 +38,16 @@ def peak_gflops(device: dict | None, dtype: str = "float32") -> tuple[float, dic
     dev.update({k: v for k, v in given.items() if k in H200_PEAK_FIGURES and v})
     fma = dev["fp32_fma_per_clk_per_sm"]
     if dtype != "float32":
-        fma = TENSOR_FMA_PER_CLK.get(int(major) if major.isdigit() else 9, TENSOR_FMA_PER_CLK[9])
-        dev["tensor_fma_per_clk_per_sm"] = fma
+        fma = dev["tensor_fma_per_clk_per_sm"] = tensor_fma_per_clk(device)
     gflops = dev["sm_count"] * fma * 2 * dev["clock_mhz"] / 1000.0
     return gflops, dev
+
+
+def tensor_fma_per_clk(device: dict | None) -> int:
+    """Dense fp16/bf16 Tensor Core multiply-adds per SM and clock for the device's compute
+    capability (Hopper's where it is not in the table)."""
+    major = str((device or {}).get("compute_capability", "")).split(".")[0]
+    return TENSOR_FMA_PER_CLK.get(int(major) if major.isdigit() else 9, TENSOR_FMA_PER_CLK[9])
 
 
 def total_flops(trace: Trace) -> float:

@@ -116,6 +116,11 @@ class Trace:
     def shape(self) -> tuple[int, int, int]:
         return self.manifest["M"], self.manifest["N"], self.manifest["K"]
 
+    @property
+    def dtype(self) -> str:
+        """The element type of A and B ("float32", "float16", ...); C is float32."""
+        return str(self.manifest["dtype"])
+
     @cached_property
     def config(self) -> KernelConfig:
         """The kernel's description at this trace's parameters and shape (from the registry)."""

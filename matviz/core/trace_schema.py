@@ -31,6 +31,7 @@ MAX_ARRAY_BYTES = 4 << 30  # whatever the manifest says, no array is read beyond
 
 Count = Annotated[int, Field(strict=True, ge=0)]
 Positive = Annotated[int, Field(strict=True, ge=1)]
+InputType = Literal["float32", "float16", "bfloat16"]  # core.kernel.INPUT_BYTES's keys
 Number = Annotated[float, Field(strict=True)]  # strict: no bools, no numeric strings
 NonNegative = Annotated[float, Field(strict=True, ge=0)]
 Level = Annotated[int, Field(strict=True, ge=0, le=3)]
@@ -186,7 +187,7 @@ class Description(_Section):
     params: list[DescribedParam] = []
     shared: list[DescribedArray] = []
     kstep: KStep | None = None
-    inputs: Literal["float32", "float16", "bfloat16"] = "float32"  # older files: fp32
+    inputs: InputType = "float32"  # older files: fp32
     mma: DescribedMma | None = None
 
 
@@ -214,7 +215,7 @@ class Manifest(_Section):
     M: Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
     N: Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
     K: Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
-    dtype: Literal["float32", "float16", "bfloat16"]
+    dtype: InputType
     backend: Literal["cuda", "sim"]
     level: Level
     description: Description

@@ -933,3 +933,21 @@ def test_tiles_show_each_threads_micro_tile_and_each_warps_tile(
         tiles.describe_tile(r, c)
     )
     assert {box[2:] for box in c_tile.warp_tiles(tiles.owner).values()} == {warp_tile}
+
+
+@pytest.mark.parametrize("width", [320, 420, 600])
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.parametrize("kernel", ["tiled", "wmma"])
+def test_a_narrow_throughput_view_keeps_its_plots_inside(qtbot, session, language, kernel, width):
+    """At 1280 x 720 the throughput view is about 420 px wide: its plots' titles wrap rather
+    than push the plots past the canvas's right edge, where the peak's value was cut off."""
+    i18n.set_language(language)
+    params = {"tile": 32, "pad": 0} if kernel == "tiled" else {}
+    session.set_trace(simulate(kernel, 256, 256, 256, level=1, **params))
+    view = ThroughputView(session)
+    qtbot.addWidget(view)
+    view.resize(width, 600)
+    view.show()
+    qtbot.waitExposed(view)
+    needed = view.canvas.ci.effectiveSizeHint(Qt.MinimumSize).width()
+    assert needed <= view.canvas.width(), (needed, view.canvas.width())

@@ -105,3 +105,25 @@ def test_a_matrix_load_reads_16_byte_rows():
         Site("ld", "load", "As", "compute", at=lambda th, p: (0, 0), matrix_load="LDSM.16.M88.4")
     with pytest.raises(ValueError, match="16-byte rows"):
         Site("st", "store", "As", "load", width=16, at=lambda th, p: (0, 0), matrix_load="LDSM")
+
+
+def test_the_trace_schema_knows_exactly_the_input_types_the_descriptions_may_use():
+    from typing import get_args
+
+    from matviz.core.kernel import INPUT_BYTES
+    from matviz.core.trace_schema import InputType
+
+    assert set(get_args(InputType)) == set(INPUT_BYTES) == set(elements_types())
+
+
+def elements_types() -> list[str]:
+    """The types matviz.core.elements rounds to (each one it accepts)."""
+    x = np.zeros(2, np.float32)
+    known = []
+    for dtype in ("float32", "float16", "bfloat16", "int8", "float64"):
+        try:
+            elements.rounded(np, x, dtype)
+        except ValueError:
+            continue
+        known.append(dtype)
+    return known

@@ -19,7 +19,7 @@ from functools import cache
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QPainterPath, QPen, QTextDocument
+from PySide6.QtGui import QColor, QFont, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QGraphicsPathItem,
     QHBoxLayout,
@@ -382,12 +382,6 @@ class FragmentsView(Retranslating, QWidget):
             items.append(item)
         return f"<b>{operand.name}</b> ({row_axis},{col_axis}) " + (" ".join(items) or "–")
 
-    def lane_plain(self) -> str:
-        """The lane line without markup: 'lane 5 … A (m,k) (1,2)0,8 (1,3)1,9 …'."""
-        doc = QTextDocument()
-        doc.setHtml(self.lane_text.text())
-        return doc.toPlainText()
-
     def _update_lane_text(self) -> None:
         if not self.operands:
             self.lane_text.setText("")
@@ -411,17 +405,18 @@ class FragmentsView(Retranslating, QWidget):
         if mma is None or not self.operands:
             self.summary.setText("")
             return
-        m, n, k = (int(x) for x in mma.get("shape", (16, 16, 16)))
+        # the trace schema guarantees these fields (DescribedMma)
+        m, n, k = (int(x) for x in mma["shape"])
         lines = [
             tr("Each <b>{instruction}</b> is <b>{sass}</b> on the Tensor Cores: "
                "{m} × {n} × {k} = {macs} multiply-adds; {types}.").format(
-                instruction=mma.get("instruction", "mma"), sass=mma.get("sass", "HMMA"),
+                instruction=mma["instruction"], sass=mma["sass"],
                 m=m, n=n, k=k, macs=m * n * k,
                 types=", ".join(f"{op.name} {op.dtype}" for op in self.operands),
             ),
         ]  # fmt: skip
-        warps_m, warps_n = (max(int(x), 1) for x in mma.get("warps", (1, 1)))
-        wt_m, wt_n = (int(x) for x in mma.get("warp_tile", (m, n)))
+        warps_m, warps_n = (int(x) for x in mma["warps"])
+        wt_m, wt_n = (int(x) for x in mma["warp_tile"])
         warp = int(self.warp_box.value())
         r0, c0 = (warp // warps_n) * wt_m, (warp % warps_n) * wt_n
         lines.append(
@@ -430,7 +425,7 @@ class FragmentsView(Retranslating, QWidget):
                "as drawn.").format(
                 block=self.session.selected_block, warp=warp, r0=r0, r1=r0 + wt_m - 1,
                 c0=c0, c1=c0 + wt_n - 1, rows=warps_m * wt_m, cols=warps_n * wt_n,
-                fm=max(wt_m // max(m, 1), 1), fn=max(wt_n // max(n, 1), 1), m=m, n=n,
+                fm=max(wt_m // m, 1), fn=max(wt_n // n, 1), m=m, n=n,
             )
         )  # fmt: skip
         repeats = [op for op in self.operands if op.repeat_half()]

@@ -149,6 +149,19 @@ def style_plot(plot: pg.PlotItem) -> None:
         axis.setTextPen(pg.mkPen(FOREGROUND))
 
 
+TITLE_MARGIN = 64  # px of a view beside its plots' titles: margins, with room to spare
+
+
+def wrap_title(plot: pg.PlotItem, width: float) -> None:
+    """Wrap ``plot``'s title to fit a canvas ``width`` pixels wide. pyqtgraph sizes a title to
+    its one-line text, so a long title makes a narrow plot wider than its canvas, which then
+    cuts off the plot's right side, reference-line labels and values included."""
+    label = plot.titleLabel
+    room = float(width) - plot.getAxis("left").width() - TITLE_MARGIN
+    label.item.setTextWidth(max(room, 40.0))
+    label.updateMin()
+
+
 def index_ticks(n: int, max_labels: int = 16, offset: float = 0.5) -> list[tuple[float, str]]:
     """Ticks at cell centres (i + offset) for cells 0..n-1, thinned to about ``max_labels``."""
     step = 1

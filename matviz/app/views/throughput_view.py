@@ -149,7 +149,7 @@ class ThroughputView(Retranslating, QWidget):
     def refresh(self) -> None:
         trace = self.session.trace
         if trace is not None:
-            self.peak = peak_gflops(trace.manifest.get("device"), _dtype(trace))[0]
+            self.peak = peak_gflops(trace.manifest.get("device"), trace.dtype)[0]
             centres, gflops = metrics.flop_rate(trace)
             self.rate_t_us, self.rate_gflops = centres / 1000.0, gflops
             self.rate_curve.setData(self.rate_t_us, self.rate_gflops)
@@ -286,12 +286,12 @@ class ThroughputView(Retranslating, QWidget):
         elif trace is not None:
             cublas = trace.manifest["stats"].get("cublas_gflops")
         self.cublas_line.setVisible(bool(cublas))
-        dtype = _dtype(trace)
+        dtype = trace.dtype if trace is not None else "float32"
         if cublas:
             self.cublas_line.setValue(cublas)
             what = tr("cuBLAS SGEMM at this size: {v:,.0f} GFLOP/s")
             if dtype != "float32":
-                what = tr("cuBLAS GEMM on {dtype} inputs at this size: {v:,.0f} GFLOP/s")
+                what = tr("cuBLAS {dtype} GEMM, this size: {v:,.0f} GFLOP/s")
             self.cublas_line.label.setFormat(what.format(v=cublas, dtype=dtype))
         peak, dev = peak_gflops(trace.manifest.get("device") if trace is not None else None, dtype)
         if dtype == "float32":
@@ -328,6 +328,14 @@ class ThroughputView(Retranslating, QWidget):
         if not self._syncing:
             self.session.set_playhead(int(round(self.playhead.value() * 1000.0)))
 
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._wrap_titles(event.size().width())  # the canvas spans the view's width
+
+    def _wrap_titles(self, width: int | None = None) -> None:
+        for plot in (self.runs_plot, self.rate_plot):
+            palette.wrap_title(plot, self.width() if width is None else width)
+
     # -- texts -------------------------------------------------------------------------------
     def _runs_title(self) -> None:
         title = (
@@ -336,6 +344,7 @@ class ThroughputView(Retranslating, QWidget):
             else tr("Throughput of every run (GFLOP/s)")
         )
         self.runs_plot.setTitle(title, color=palette.hexcolor(palette.FOREGROUND))
+        self._wrap_titles()
 
     def retranslate(self) -> None:
         self.placeholder.setText(tr("No trace loaded"))
@@ -346,6 +355,7 @@ class ThroughputView(Retranslating, QWidget):
             tr("FLOP rate inside the kernel over time (current trace)"),
             color=palette.hexcolor(palette.FOREGROUND),
         )
+        self._wrap_titles()
         self.rate_plot.setLabel("left", tr("GFLOP/s"))
         self.rate_plot.setLabel("bottom", tr("time since kernel start (µs)"))
         cuda, simulated = palette.BACKEND_STYLE["cuda"], palette.BACKEND_STYLE["sim"]
@@ -364,8 +374,3 @@ class ThroughputView(Retranslating, QWidget):
             else legend
         )
         self._update_lines()
-
-
-def _dtype(trace) -> str:
-    """The element type of the trace's A and B (float32 in traces made before it was kept)."""
-    return str(trace.manifest.get("dtype", "float32")) if trace is not None else "float32"
