@@ -951,3 +951,20 @@ def test_a_narrow_throughput_view_keeps_its_plots_inside(qtbot, session, languag
     qtbot.waitExposed(view)
     needed = view.canvas.ci.effectiveSizeHint(Qt.MinimumSize).width()
     assert needed <= view.canvas.width(), (needed, view.canvas.width())
+
+
+@pytest.mark.parametrize("width", [700, 900])
+@pytest.mark.parametrize("kernel", ["tiled", "wmma"])
+def test_the_tiles_view_keeps_its_panels_inside(qtbot, session, kernel, width):
+    """Its C-tile title ('its C tile (32×32): 1×1 per thread') wraps to its column instead of
+    pushing the shared arrays' panels past the canvas's right edge (the README screenshot)."""
+    params = {"tile": 32, "pad": 0} if kernel == "tiled" else {}
+    session.set_trace(simulate(kernel, 256, 256, 256, level=3, **params))
+    view = TilesView(session)
+    qtbot.addWidget(view)
+    view.resize(width, 600)
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.waitUntil(lambda: not view._wrap_timer.isActive())
+    needed = view.canvas.ci.effectiveSizeHint(Qt.MinimumSize).width()
+    assert needed <= view.canvas.width(), (needed, view.canvas.width())

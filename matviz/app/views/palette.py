@@ -152,14 +152,19 @@ def style_plot(plot: pg.PlotItem) -> None:
 TITLE_MARGIN = 64  # px of a view beside its plots' titles: margins, with room to spare
 
 
-def wrap_title(plot: pg.PlotItem, width: float) -> None:
-    """Wrap ``plot``'s title to fit a canvas ``width`` pixels wide. pyqtgraph sizes a title to
-    its one-line text, so a long title makes a narrow plot wider than its canvas, which then
-    cuts off the plot's right side, reference-line labels and values included."""
+def wrap_title(plot: pg.PlotItem, width: float, margin: float = TITLE_MARGIN) -> None:
+    """Wrap ``plot``'s title to fit ``width`` pixels (the canvas, or the plot's column of it).
+    pyqtgraph sizes a title to its one-line text, so a long title makes a narrow plot wider
+    than its canvas, which then cuts off the plot's right side, labels and values included."""
     label = plot.titleLabel
-    room = float(width) - plot.getAxis("left").width() - TITLE_MARGIN
+    left = plot.getAxis("left")
+    room = float(width) - (left.width() if left.isVisible() else 0.0) - margin
     label.item.setTextWidth(max(room, 40.0))
     label.updateMin()
+    # setTitle fixes the title's row at 30 px: give it the wrapped lines' height
+    height = max(30.0, label.itemRect().height())
+    label.setMaximumHeight(height)
+    plot.layout.setRowFixedHeight(0, height)
 
 
 def index_ticks(n: int, max_labels: int = 16, offset: float = 0.5) -> list[tuple[float, str]]:

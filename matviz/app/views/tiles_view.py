@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QPainterPath, QPen, QTransform
 from PySide6.QtWidgets import (
     QGraphicsPathItem,
@@ -62,6 +62,8 @@ READ, READ_NOW = (255, 205, 130), (230, 90, 0)  # the selected thread's reads: t
 FILLED, ZERO_CODE, PAD_CODE, EMPTY_CODE, LATEST_CODE, READ_CODE, NOW_CODE = range(7)
 MATRICES = {"B": (0, 1), "A": (1, 0), "C": (1, 1)}  # grid positions; shared arrays in column 2
 TILE = "tile"  # the block's C tile, element by element, at (0, 0)
+COLUMN_STRETCH = (2, 2, 4)  # the canvas's columns: C tile and A; B and C; the shared arrays
+TILE_MARGIN = 16  # px of a column beside its plot's title
 WARP_TINTS = ((225, 232, 244), (244, 232, 214))  # alternate warps of the C tile
 THREAD_LINE, WARP_LINE = (150, 150, 150), (60, 60, 60)
 
@@ -98,6 +100,7 @@ class TilesView(Retranslating, QWidget):
         self.canvas = pg.GraphicsLayoutWidget()
         self.canvas.setBackground(palette.BACKGROUND)
         self.panels: dict[str, pg.PlotItem] = {}
+        self.panel_cols: dict[str, int] = {}  # the canvas column of each panel
         self.images: dict[str, pg.ImageItem] = {}
         self.labels: dict[str, palette.CellLabels] = {}
         self.borders: dict[str, QGraphicsPathItem] = {}
@@ -123,8 +126,11 @@ class TilesView(Retranslating, QWidget):
         self.warp_lines.setPen(_cosmetic_pen(WARP_LINE, 2.0))
         self.borders[TILE].setPen(_cosmetic_pen(THREAD_LINE))
         self.owner = np.zeros((1, 1), np.int32)  # the block's C tile: the thread of each element
-        for col, stretch in enumerate((2, 2, 4)):
+        for col, stretch in enumerate(COLUMN_STRETCH):
             self.canvas.ci.layout.setColumnStretchFactor(col, stretch)
+        # titles wrap to their column once the canvas has its width (after the layout ran)
+        self._wrap_timer = QTimer(self, singleShot=True, interval=0)
+        self._wrap_timer.timeout.connect(self._wrap_titles)
         self.canvas.scene().sigMouseMoved.connect(self._on_move)
         self.canvas.scene().sigMouseClicked.connect(self._on_click)
 
@@ -143,7 +149,18 @@ class TilesView(Retranslating, QWidget):
         session.selectionChanged.connect(self._update)
         self.refresh()
 
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._wrap_timer.start()
+
+    def _wrap_titles(self) -> None:
+        share = self.canvas.width() / sum(COLUMN_STRETCH)
+        for name, plot in self.panels.items():
+            palette.wrap_title(plot, share * COLUMN_STRETCH[self.panel_cols[name]], TILE_MARGIN)
+            plot.layout.activate()  # its title row takes the wrapped height now, not later
+
     def _add_panel(self, name: str, row: int, col: int) -> pg.PlotItem:
+        self.panel_cols[name] = col
         plot = self.canvas.addPlot(row=row, col=col)
         palette.style_plot(plot)
         plot.hideButtons()
@@ -612,6 +629,7 @@ class TilesView(Retranslating, QWidget):
             title.format(rows=rows, cols=cols, per=shape, n=len(parts)),
             color=palette.hexcolor(palette.FOREGROUND),
         )
+        self._wrap_timer.start()  # setTitle sized each title to one line again
         self.legend.setText("<br>".join(self._legend()))
         self.no_smem.setVisible(not config.uses_shared)
         self.no_smem.setText(
