@@ -13,6 +13,7 @@ from matviz.core.kernel import (
     Work,
     cdiv,
 )
+from matviz.core.mma_layouts import ldmatrix_x4_row, m16n8k16_a, m16n8k16_b
 from matviz.core.registry import sibling
 
 CHUNK = 8  # elements of one 16-byte copy
@@ -37,28 +38,24 @@ def issued(p, M, N, K):
     return (cdiv(N, p.BN) * M * K + cdiv(M, p.BM) * K * N) * HALF
 
 
-def _chunk(th, p, cols):
-    e = th.tid + th.k * threads(p)
-    return e // (cols // CHUNK), e % (cols // CHUNK) * CHUNK
-
-
-def _a_corner(th, p):
+def a_corner(th, p):
     """The k-step's BM x BK tile of A starts at row by*BM, column t*BK."""
     return th.by * p.BM, th.t * p.BK
 
 
-def _b_corner(th, p):
+def b_corner(th, p):
     """The k-step's BK x BN tile of B starts at row t*BK, column bx*BN."""
     return th.t * p.BK, th.bx * p.BN
 
 
-def _tile_copy(name, array, shape, origin):
+def tile_copy(name, array, shape, origin, threads=threads):
     """A block's copy of a rows x cols tile (``shape(p)``) into ``array``, 16 bytes a lane:
-    chunk e = tid + i*THREADS is row e / (cols/8), columns 8(e % (cols/8)) + 0..7, copied from
-    the global element ``origin(th, p)`` (the tile's corner) plus that."""
+    chunk e = tid + i*THREADS (``threads(p)``) is row e / (cols/8), columns 8(e % (cols/8)) +
+    0..7, copied from the global element ``origin(th, p)`` (the tile's corner) plus that."""
 
     def at(th, p):
-        return _chunk(th, p, shape(p)[1])
+        e, cols = th.tid + th.k * threads(p), shape(p)[1]
+        return e // (cols // CHUNK), e % (cols // CHUNK) * CHUNK
 
     def source(th, p):
         (r, c), (r0, c0) = at(th, p), origin(th, p)
@@ -69,30 +66,39 @@ def _tile_copy(name, array, shape, origin):
                 repeat=lambda p: rows_cols(p) // CHUNK // threads(p))  # fmt: skip
 
 
-def _warp_tile(th, p):
-    """First row and column of the lane's warp tile in the block's tile."""
+def warp_corner(th, wm, wn, warps_n):
+    """First row and column of the lane's wm x wn warp tile in the block's tile (warps_n warps
+    to a row of warp tiles)."""
     warp = th.tid // 32
-    return warp // (p.BN // p.WT) * p.WT, warp % (p.BN // p.WT) * p.WT
+    return warp // warps_n * wm, warp % warps_n * wn
 
 
-def _ldmatrix_row(th):
-    """The row of a 16x16 fragment each lane addresses in ldmatrix .x4, and its first column:
-    lanes 8i..8i+7 give the 8 rows of matrix i, matrices in the fragment's register order
-    (rows 0-7, rows 8-15) x (columns 0-7, 8-15), as the fragment probe measured."""
-    lane = th.tid % 32
-    return (lane & 7) + ((lane >> 3) & 1) * 8, (lane >> 4) * 8
+def ldmatrix_a(th, frags, corner):
+    """Instance kk*frags + i: the lane's ldmatrix row of 16x16 fragment i of A below the warp
+    tile's ``corner``, k slice kk."""
+    r, c = ldmatrix_x4_row(th.tid % 32)
+    kk, i = divmod(th.k, frags)
+    return corner[0] + i * 16 + r, kk * 16 + c
+
+
+def ldmatrix_b(th, frags, corner):
+    """Instance kk*frags + j: the lane's ldmatrix row of 16x16 fragment j of B right of the
+    warp tile's ``corner``, k slice kk."""
+    r, c = ldmatrix_x4_row(th.tid % 32)
+    kk, j = divmod(th.k, frags)
+    return kk * 16 + r, corner[1] + j * 16 + c
+
+
+def _warp_tile(th, p):
+    return warp_corner(th, p.WT, p.WT, p.BN // p.WT)
 
 
 def _ld_as(th, p):
-    r, c = _ldmatrix_row(th)
-    kk, i = divmod(th.k, frags(p))
-    return _warp_tile(th, p)[0] + i * 16 + r, kk * 16 + c
+    return ldmatrix_a(th, frags(p), _warp_tile(th, p))
 
 
 def _ld_bs(th, p):
-    r, c = _ldmatrix_row(th)
-    kk, j = divmod(th.k, frags(p))
-    return kk * 16 + r, _warp_tile(th, p)[1] + j * 16 + c
+    return ldmatrix_b(th, frags(p), _warp_tile(th, p))
 
 
 def _st_c(th, p):
@@ -105,30 +111,19 @@ def _st_c(th, p):
     return th.by * p.BM + wr + i * 16 + e // 16, th.bx * p.BN + wc + j * 16 + e % 16
 
 
-# m16n8k16 fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16"), as the fragment probe
-# measured them for WMMA on the H200: lane = 4 * group + thread, two consecutive elements a slot
-# pair. A 16x16 WMMA operand is two m16n8k16 operands side by side. fp16 WMMA keeps the
-# Volta-era 16 slots per lane for A and B, slots 8-15 repeating 0-7.
-def _a_or_c(lane, slot):
-    g, t, s = lane >> 2, lane & 3, slot % 8
-    return g + 8 * ((s >> 1) & 1), 2 * t + (s & 1) + 8 * (s >> 2)
-
-
-def _b(lane, slot):
-    g, t, s = lane >> 2, lane & 3, slot % 8
-    return 2 * t + (s & 1) + 8 * ((s >> 1) & 1), g + 8 * (s >> 2)
-
-
 def _mma(p):
     return Mma(
         instruction="wmma::mma_sync m16n16k16",
         sass="2 × HMMA.16816.F32",
         shape=(16, 16, 16),
         sass_shape=(16, 8, 16),
+        # the m16n8k16 fragments, two side by side, as the fragment probe measured them for
+        # WMMA on the H200; fp16 WMMA keeps the Volta-era 16 slots per lane for A and B, slots
+        # 8-15 repeating 0-7
         fragments=(
-            Fragment("A", 16, 16, 16, "float16", _a_or_c),
-            Fragment("B", 16, 16, 16, "float16", _b),
-            Fragment("C", 16, 16, 8, "float32", _a_or_c),
+            Fragment("A", 16, 16, 16, "float16", m16n8k16_a),
+            Fragment("B", 16, 16, 16, "float16", m16n8k16_b),
+            Fragment("C", 16, 16, 8, "float32", m16n8k16_a),
         ),
         warps=(p.BM // p.WT, p.BN // p.WT),
         warp_tile=(p.WT, p.WT),
@@ -181,8 +176,8 @@ KERNEL = Kernel(
         SharedArray("Cs", warps(p) * 16, 16, LDC - 16, align=16),
     ),
     sites=(
-        _tile_copy("st_As", "As", lambda p: (p.BM, p.BK), _a_corner),
-        _tile_copy("st_Bs", "Bs", lambda p: (p.BK, p.BN), _b_corner),
+        tile_copy("st_As", "As", lambda p: (p.BM, p.BK), a_corner),
+        tile_copy("st_Bs", "Bs", lambda p: (p.BK, p.BN), b_corner),
         # per 16-deep slice kk: fragment i of A, then fragment j of B (instance kk*FRAGS + i);
         # B is row-major (k x n), so its fragments load transposed (MT88)
         Site(

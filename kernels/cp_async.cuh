@@ -15,8 +15,8 @@ __device__ __forceinline__ void cp_async4(float *dst, const float *src, bool in)
                  : "memory");
 }
 
-// 16 bytes, bypassing L1 (.cg): both addresses 16-byte aligned.
-__device__ __forceinline__ void cp_async16(float *dst, const float *src, bool in) {
+// 16 bytes, bypassing L1 (.cg): both addresses 16-byte aligned, of any element type.
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool in) {
     const unsigned int to = (unsigned int)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src),
                  "r"(in ? 16 : 0)

@@ -9,7 +9,9 @@ import functools
 import os
 import platform
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import cupy
 import numpy as np
@@ -43,9 +45,24 @@ def kernel_source(config: KernelConfig) -> str:
     return inlined_source(config.kernel.source)
 
 
+@dataclass(frozen=True)
+class BuiltKernel:
+    """A compiled kernel (a CuPy RawKernel) and the dynamic shared memory each launch gets."""
+
+    function: Any
+    shared_bytes: int = 0
+
+    def __call__(self, grid: tuple, block: tuple, args: tuple) -> None:
+        self.function(grid, block, args, shared_mem=self.shared_bytes)
+
+    @property
+    def num_regs(self) -> int:
+        return int(self.function.num_regs)
+
+
 def compiled_kernel(
     config: KernelConfig, level: int, min_blocks: int | None = None, entry: str = ""
-):
+) -> BuiltKernel:
     """The kernel built for ``config`` at ``level`` (NVRTC, memoised per source and defines);
     ``min_blocks`` (levels 1-2) bounds its registers so that many blocks fit on an SM.
     ``entry``: another function of the same source (default: the kernel's entry point)."""
@@ -53,7 +70,12 @@ def compiled_kernel(
     source = kernel_source(config)
     if "<mma.h>" in source:
         defines += toolkit_includes()
-    return _compiled(source, tuple(defines), entry or config.kernel.entry_point)
+    function = _compiled(source, tuple(defines), entry or config.kernel.entry_point)
+    if entry or not config.kernel.dynamic_shared:
+        return BuiltKernel(function)
+    # above 48 KiB a kernel must opt in before its launch asks for more
+    function.max_dynamic_shared_size_bytes = config.smem_bytes
+    return BuiltKernel(function, config.smem_bytes)
 
 
 @functools.lru_cache(maxsize=64)
@@ -141,7 +163,10 @@ def device_info() -> dict:
         "max_warps_per_sm": int(props["maxThreadsPerMultiProcessor"]) // int(props["warpSize"]),
         "max_blocks_per_sm": attr("cudaDevAttrMaxBlocksPerMultiprocessor", 32),
         "smem_per_sm": int(props["sharedMemPerMultiprocessor"]),
-        "smem_per_block": int(props["sharedMemPerBlock"]),
+        # what a block may opt in to (dynamic shared memory); static arrays stop at 48 KiB
+        "smem_per_block": attr(
+            "cudaDevAttrMaxSharedMemoryPerBlockOptin", int(props["sharedMemPerBlock"])
+        ),
         "smem_reserved_per_block": attr("cudaDevAttrReservedSharedMemoryPerBlock", 0),
         "smem_alloc_unit": SMEM_ALLOC_UNIT.get(major, 128),
         "regs_per_sm": int(props["regsPerMultiprocessor"]),
@@ -150,12 +175,14 @@ def device_info() -> dict:
     }
 
 
-def driver_blocks_per_sm(kernel, threads: int) -> int | None:
+def driver_blocks_per_sm(kernel: BuiltKernel, threads: int) -> int | None:
     """Resident blocks per SM by the driver's own occupancy calculator (None if unavailable)."""
-    function = getattr(kernel, "kernel", kernel)  # a RawKernel wraps the driver function
+    function = kernel.function.kernel  # a RawKernel wraps the driver function
     try:
         return int(
-            cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, threads, 0)
+            cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                function.ptr, threads, kernel.shared_bytes
+            )
         )
     except (AttributeError, *cuda_errors()):  # type: ignore[misc]
         return None

@@ -20,7 +20,6 @@ from matviz.backends.contract import RunRequest
 from matviz.backends.cuda_status import _one_line
 from matviz.core import correctness, elements, sampling
 from matviz.core.config import KernelConfig
-from matviz.core.kernel import STATIC_SMEM_LIMIT
 from matviz.core.manifest import Correctness, Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.trace import BLOCK_DTYPE, Trace
@@ -66,9 +65,7 @@ class Recorder:
             raise MatvizError("CUDA backend needs CuPy: pip install 'matviz[cuda13]'")
         self.request = request
         self.device = device_info()
-        self.config: KernelConfig = request.config().check(
-            min(STATIC_SMEM_LIMIT, self.device["smem_per_block"])
-        )
+        self.config: KernelConfig = request.config().check(self.device["smem_per_block"])
         self.M, self.N, self.K = self.config.M, self.config.N, self.config.K
         request.check_probe(self.config)
 

@@ -58,7 +58,6 @@ from matviz.backends.sim_schedule import (
 )
 from matviz.core import access, sampling
 from matviz.core.config import KernelConfig, PhaseMarks
-from matviz.core.kernel import STATIC_SMEM_LIMIT
 from matviz.core.manifest import Geometry, Sampling, Stats, Timer, build_manifest
 from matviz.core.occupancy import occupancy
 from matviz.core.trace import BLOCK_DTYPE, Trace
@@ -78,7 +77,7 @@ def simulate(request: RunRequest, *, device=None, registers: int | None = None) 
         raise MatvizError(f"registers must be a whole number >= 1 (got {registers!r})")
     level, seed = request.level, request.seed
     dev = load_device(DEFAULT_DEVICE if device is None else device)
-    config = request.config().check(min(STATIC_SMEM_LIMIT, dev["smem_per_block"]))
+    config = request.config().check(dev["smem_per_block"])
     request.check_probe(config)
     _model_phases(config)
     # Like a recording, the timeline stands for a level <= 2 build: level 3's probes add

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from matviz.core.kernel import (
+    DYNAMIC_SMEM_LIMIT,
     INPUT_BYTES,
     LEVELS,
     MAX_GRID_X,
@@ -356,8 +357,15 @@ class KernelConfig:
         return out
 
     # -- checks and build -------------------------------------------------------------------
-    def check(self, smem_limit: int = STATIC_SMEM_LIMIT) -> KernelConfig:
-        """Raise a one-line MatvizError unless this configuration can launch."""
+    @property
+    def smem_limit(self) -> int:
+        """Shared memory a block of this kernel may have: 48 KiB of static arrays, or what
+        sm_90 lets a block opt in to where the kernel sizes its shared memory at launch."""
+        return DYNAMIC_SMEM_LIMIT if self.kernel.dynamic_shared else STATIC_SMEM_LIMIT
+
+    def check(self, smem_limit: int | None = None) -> KernelConfig:
+        """Raise a one-line MatvizError unless this configuration can launch (on a device
+        whose blocks may have ``smem_limit`` bytes of shared memory, where given)."""
         M, N, K = self.M, self.N, self.K
         for label, size in (("M*K", M * K), ("K*N", K * N), ("M*N", M * N)):
             if size > MAX_INDEX:
@@ -377,6 +385,7 @@ class KernelConfig:
                 f"{self.threads} threads per block is more than the limit of "
                 f"{MAX_THREADS_PER_BLOCK}"
             )
+        smem_limit = min(self.smem_limit, smem_limit or self.smem_limit)
         if self.smem_bytes > smem_limit:
             raise MatvizError(
                 f"{self.smem_bytes} bytes of shared memory per block is more than the "
@@ -400,6 +409,8 @@ class KernelConfig:
             out.append(f"-DMV_BARRIERS={self.n_barriers}")
         if self.kstep:
             out.append(f"-DMV_CHANNELS={len(self.kstep.channels)}")
+        if self.kernel.dynamic_shared:
+            out.append(f"-DMV_SMEM_BYTES={self.smem_bytes}")
         return out
 
     def lanes(self, warp: int, block: tuple[int, int] = (0, 0), t: int = 0, k: int = 0) -> Lanes:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 WARP = 32
 MAX_THREADS_PER_BLOCK = 1024
 STATIC_SMEM_LIMIT = 48 * 1024  # static __shared__ arrays may not exceed 48 KiB per block
+DYNAMIC_SMEM_LIMIT = 227 * 1024  # dynamic shared memory a block may opt in to on sm_90
 MAX_GRID_Y = 65535
 MAX_GRID_X = 2**31 - 1
 MAX_INDEX = 2**31 - 1  # the kernels index with 32-bit ints
@@ -396,6 +397,9 @@ class Kernel:
     inputs: Callable[[Params], str] = lambda p: "float32"
     # Tensor Core kernels: the MMA and its fragments (None: FP32 FMAs on the CUDA cores)
     mma: Callable[[Params], Mma] | None = None
+    # the shared struct lives in dynamic shared memory, sized at launch: a block may then have
+    # more than the 48 KiB static arrays allow (the .cu checks its size against MV_SMEM_BYTES)
+    dynamic_shared: bool = False
     constraints: tuple[Constraint, ...] = ()
     registers: int = 32  # estimate used where nvcc is missing
     number: int = 0  # from the file name

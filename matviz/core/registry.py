@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from matviz.core.config import KernelConfig
@@ -23,7 +24,7 @@ from matviz.paths import KERNEL_DIR
 _STEM = re.compile(r"^(\d{2})_([a-z][a-z0-9_]*)$")
 
 
-def _load(path: Path) -> Kernel:
+def _module(path: Path) -> ModuleType:
     match = _STEM.match(path.stem)
     if match is None:
         raise RuntimeError(f"{path.name}: a kernel description is named NN_name.py")
@@ -32,6 +33,13 @@ def _load(path: Path) -> Kernel:
         raise RuntimeError(f"cannot load kernel description {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def _load(path: Path) -> Kernel:
+    module = _module(path)
+    match = _STEM.match(path.stem)
+    assert match is not None  # _module checked the name
     kernel = getattr(module, "KERNEL", None)
     if not isinstance(kernel, Kernel):
         raise RuntimeError(f"{path.name} defines no KERNEL = Kernel(...)")
@@ -44,6 +52,12 @@ def _load(path: Path) -> Kernel:
 def sibling(stem: str) -> Kernel:
     """The description in ``kernels/<stem>.py``, for a description that varies another one."""
     return _load(KERNEL_DIR / f"{stem}.py")
+
+
+def sibling_module(stem: str) -> ModuleType:
+    """The module ``kernels/<stem>.py``, for a description that builds on another one's
+    helpers (its tile copies, its corners), not only on its description."""
+    return _module(KERNEL_DIR / f"{stem}.py")
 
 
 @cache

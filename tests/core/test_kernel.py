@@ -229,15 +229,15 @@ def test_descriptions_and_kernel_sources_correspond_one_to_one() -> None:
 def test_a_new_description_file_is_found_with_nothing_else_touched(tmp_path, monkeypatch):
     for path in KERNEL_DIR.iterdir():
         (tmp_path / path.name).write_bytes(path.read_bytes())
-    (tmp_path / "09_extra.cu").write_text("// 09_extra - a test kernel (lesson 8 §2)\n")
-    (tmp_path / "09_extra.py").write_text(
+    (tmp_path / "99_extra.cu").write_text("// 09_extra - a test kernel (lesson 8 §2)\n")
+    (tmp_path / "99_extra.py").write_text(
         (KERNEL_DIR / "01_naive.py").read_text().replace("Naive:", "Extra:")
     )
     monkeypatch.setattr(registry, "KERNEL_DIR", tmp_path)
     registry.kernels.cache_clear()
     try:
         extra = get_kernel("extra")
-        assert (extra.number, extra.title.split(":")[0]) == (9, "Extra")
+        assert (extra.number, extra.title.split(":")[0]) == (99, "Extra")
         assert list(kernels())[-1] == "extra"
     finally:
         registry.kernels.cache_clear()

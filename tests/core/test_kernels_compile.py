@@ -142,8 +142,28 @@ def test_compiles_within_register_budget(builds, name: str, level: int) -> None:
 def test_compiled_smem_equals_the_description(builds, name: str, level: int) -> None:
     for params, report in _reports(builds, name, level):
         geometry = _config(name, params)
-        # the instrumentation keeps its stamps in registers: no extra shared memory
-        assert report.smem_bytes == geometry.smem_bytes, params
+        # the instrumentation keeps its stamps in registers: no extra shared memory; a dynamic
+        # struct is sized at launch (its static_assert held it to MV_SMEM_BYTES, see below)
+        static = 0 if geometry.kernel.dynamic_shared else geometry.smem_bytes
+        assert report.smem_bytes == static, params
+
+
+DYNAMIC = [name for name in CATALOG if CATALOG[name].dynamic_shared]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", DYNAMIC)
+def test_dynamic_shared_struct_is_held_to_the_description(name: str) -> None:
+    """The launch gives a dynamic-shared kernel the bytes its description computes; a source
+    whose struct differs from them by one slot's row must not build."""
+    kernel = CATALOG[name]
+    wrong = dataclasses.replace(
+        kernel,
+        shared=lambda p: [dataclasses.replace(a, rows=a.rows + 1) for a in kernel.shared(p)],
+    )
+    config = wrong.configure({}, *SHAPE)
+    with pytest.raises(MatvizError, match="differs from the description"):
+        compile_report.compile_report(config, 0)
 
 
 @needs_nvcc

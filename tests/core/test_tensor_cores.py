@@ -91,6 +91,31 @@ def test_ldmatrix_rows_without_padding_conflict_as_ncu_measured():
         assert per_ldsm == (4.0 if p["PAD"] else 20.0 if p["BK"] == 16 else 24.0)
 
 
+def test_swizzled_ldmatrix_is_conflict_free_as_ncu_measured():
+    """Kernel 10's rows of resources/bench/h200_ncu_banks_1024.md: the swizzle takes an LDSM
+    from 24 wavefronts to 4, and ncu's shared-load wavefronts in all (its per-instruction figure
+    times its instruction count, which holds ptxas's never-executed LDS) are the model's."""
+    table = (RESOURCE_DIR / "bench" / "h200_ncu_banks_1024.md").read_text()
+    rows = re.findall(
+        r"^\| 10_mma_pipeline_(\S+) \| ([\d.]+) \| ([\d.]+) \|.*\| (\d+)/(\d+) \| \d+/\d+ \|",
+        table,
+        re.MULTILINE,
+    )
+    kernel = get_kernel("mma_pipeline")
+    assert len(rows) == len(kernel.configurations())
+    for tag, model_text, ncu_text, model_inst, ncu_inst in rows:
+        found = re.fullmatch(r"BM128_BN(\d+)_BK32_WM64_WN64_S(\d)_X(\d)(_BF1)?", tag)
+        assert found, tag
+        bn, stages, swizzle = map(int, found.groups()[:3])
+        p = {"BN": bn, "STAGES": stages, "SWIZZLE": swizzle, "BF16": int(bool(found[4]))}
+        costs = instructions.block_costs(kernel.configure(p, 1024, 1024, 1024))
+        per_ldsm = costs["ld_wavefronts"] / costs["ld_inst"]
+        assert per_ldsm == pytest.approx(float(model_text), abs=1e-3), tag
+        assert per_ldsm == (4.0 if swizzle else 24.0), tag
+        measured = float(ncu_text) * int(ncu_inst)  # ncu's wavefronts, to its 3 decimals
+        assert measured == pytest.approx(per_ldsm * int(model_inst), rel=2e-4), tag
+
+
 def test_ldmatrix_sites_are_named_by_their_sass(wmma):
     ops = {
         ins.opcode

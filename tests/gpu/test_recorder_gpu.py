@@ -102,11 +102,15 @@ def test_trace_integrity(kernel, tmp_path):
     if geometry.n_steps:
         marks = trace.marks
         assert marks.shape == (len(trace.phase_blocks), geometry.n_steps, len(geometry.marks))
+        # a pipeline's copy of step t + S - 1 goes out once step t's has landed (S in flight)
+        ahead = max(1, geometry.layout.in_flight - 1)
         for channel in geometry.channel_marks:
             stamped = marks[:, :, list(channel)]
-            # a channel stamps its marks in order, and step t before step t + 1
+            # a channel stamps its marks in order, each mark step by step, and a step ends
+            # before the step `ahead` later begins
             assert np.all(np.diff(stamped, axis=2) >= 0)
-            assert np.all(stamped[:, :-1, -1] <= stamped[:, 1:, 0])
+            assert np.all(np.diff(stamped, axis=1) >= 0)
+            assert np.all(stamped[:, :-ahead, -1] <= stamped[:, ahead:, 0])
         starts = blocks["start"][trace.phase_blocks][:, None]
         ends = blocks["end"][trace.phase_blocks][:, None]
         assert np.all(marks >= starts[..., None]) and np.all(marks <= ends[..., None])
@@ -216,17 +220,21 @@ def test_double_buffered_copy_overlaps_compute(double_buffered, tile, level, eve
 
 # -- a cp.async pipeline: the copy of step t + S - 1 stamped beside the compute of step t ---------
 @pytest.mark.parametrize(
-    "params,K,level,every",
+    "kernel,params,K,level,every",
     [
-        ({"BM": 64, "BN": 64, "BK": 16, "STAGES": 4}, 1000, 3, 1),  # 63 steps, ragged
-        ({"BM": 64, "BN": 64, "BK": 8, "STAGES": 3, "pad": 0, "swizzle": 1}, 768, 2, 3),  # 96
-        ({"BM": 128, "BN": 128, "BK": 16, "STAGES": 2}, 768, 2, 1),  # 48: ends on a flush
+        ("async_pipeline", {"BM": 64, "BN": 64, "BK": 16, "STAGES": 4}, 1000, 3, 1),  # 63 steps
+        ("async_pipeline", {"BM": 64, "BN": 64, "BK": 8, "STAGES": 3, "pad": 0, "swizzle": 1},
+         768, 2, 3),  # 96
+        ("async_pipeline", {"BM": 128, "BN": 128, "BK": 16, "STAGES": 2}, 768, 2, 1),  # a flush
+        ("mma_pipeline", {"STAGES": 4}, 1000, 3, 1),  # 32 steps, ragged
+        ("mma_pipeline", {"STAGES": 3, "BF16": 1}, 2048, 2, 3),  # 64
+        ("mma_pipeline", {"STAGES": 2, "BN": 256}, 1536, 2, 1),  # 48: ends on a flush
     ],
-    ids=["S4-level3", "S3-every3", "S2"],
-)
-def test_pipeline_copies_run_ahead_of_the_compute(params, K, level, every):
+    ids=["S4-level3", "S3-every3", "S2", "mma-S4-level3", "mma-S3-every3-bf16", "mma-S2"],
+)  # fmt: skip
+def test_pipeline_copies_run_ahead_of_the_compute(kernel, params, K, level, every):
     M, N = 520, 384
-    req = request("async_pipeline", M, N, K, params, level=level, phase_every=every, repeats=3)
+    req = request(kernel, M, N, K, params, level=level, phase_every=every, repeats=3)
     trace = Recorder(req).run()
     config = trace.config
     stages = config.layout.in_flight
@@ -258,7 +266,7 @@ def test_pipeline_copies_run_ahead_of_the_compute(params, K, level, every):
     computes = computed[:, ahead:] - begin[:, ahead:]
     wait = landed[:, 1:] - computed[:, :-1]
     print(
-        f"\nasync_pipeline S={stages}: copy in flight a median {np.median(flight)} ns, "
+        f"\n{kernel} S={stages}: copy in flight a median {np.median(flight)} ns, "
         f"compute {np.median(computes)} ns, wait + barrier {np.median(wait)} ns"
     )
     assert float(np.median(flight)) > float(np.median(computes)) * (ahead - 0.5)
