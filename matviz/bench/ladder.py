@@ -65,9 +65,18 @@ def measured_configs(
 
 def best_params(kernel: str, size: int, device: str, table: Path = BENCH_ALL) -> dict[str, Any]:
     """The configuration of ``kernel`` that ran fastest in the measured benchmark of every
-    configuration on this GPU at this size; the description's default where it has none."""
-    found = measured_configs(kernel, size, device, table)
-    return found[0][0] if found else get_kernel(kernel).default_params()
+    configuration on this GPU at this size, among those with the input type of its default
+    (a rung stands against cuBLAS on its own inputs: kernel 10's bf16 build is not its fp16
+    rung); the description's default where it has none."""
+    spec = get_kernel(kernel)
+    default = spec.default_params()
+    dtype = spec.configure(default, 1, 1, 1).input_dtype
+    found = [
+        params
+        for params, _ in measured_configs(kernel, size, device, table)
+        if spec.configure(params, 1, 1, 1, check=False).input_dtype == dtype
+    ]
+    return found[0] if found else default
 
 
 def measure(kernel: str, params: dict[str, Any], size: int, repeats: int) -> dict[str, Any]:

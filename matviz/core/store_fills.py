@@ -71,9 +71,10 @@ def excess_range() -> tuple[float, float]:
 
 
 @lru_cache(maxsize=1)
-def copy_conflicts(path: Path = BANKS_TABLE) -> tuple[tuple[float, float], ...]:
-    """(model, ncu) bank conflicts per cp.async store instruction (LDGSTS) of every measured
-    configuration; () where the table has none."""
+def copy_conflicts(path: Path = BANKS_TABLE) -> tuple[tuple[str, float, float], ...]:
+    """(configuration tag, model, ncu) bank conflicts per cp.async store instruction (LDGSTS)
+    of every measured configuration; () where the table has none. A tag starts with the
+    kernel's stem: ``07_async_pipeline_BM64_...``."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
@@ -87,7 +88,7 @@ def copy_conflicts(path: Path = BANKS_TABLE) -> tuple[tuple[float, float], ...]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if inside and len(cells) == 3 and not cells[1].startswith("-"):
             try:
-                out.append((float(cells[1]), float(cells[2])))
+                out.append((cells[0], float(cells[1]), float(cells[2])))
             except ValueError:
                 continue
         elif inside and line.strip() and not line.startswith("|"):

@@ -127,6 +127,17 @@ def test_best_configuration_is_the_fastest_measured_one(tmp_path):
     assert ladder.best_params("tiled", 4096, "Other GPU", table)["tile"] == 16  # the default
 
 
+def test_the_best_configuration_keeps_the_default_input_type(tmp_path):
+    table = tmp_path / "all.json"
+    fp16, bf16 = {"STAGES": 3}, {"STAGES": 3, "BF16": 1}
+    table.write_text(json.dumps([
+        {"kernel": "mma_pipeline", "params": fp16, "size": 4096, "gflops": 360000},
+        {"kernel": "mma_pipeline", "params": bf16, "size": 4096, "gflops": 364000},
+    ]))  # fmt: skip
+    best = ladder.best_params("mma_pipeline", 4096, "NVIDIA H200", table)
+    assert best["BF16"] == 0 and best["STAGES"] == 3  # fp16 like the default, though slower
+
+
 def test_the_bundled_benchmark_gives_every_kernel_a_configuration():
     for name in kernels():
         params = ladder.best_params(name, 4096, "NVIDIA H200")

@@ -126,6 +126,19 @@ def test_validate_rejects_too_much_shared_memory() -> None:
         config.check(smem_limit=need - 1)
 
 
+def test_a_kernel_sized_at_launch_may_pass_48_kib_as_far_as_the_device_allows() -> None:
+    # kernel 10 at BN 256 and 4 stages: 4 slots of (128 + 256) x 32 halves = 96 KiB
+    config = get_kernel("mma_pipeline").configure({"BN": 256, "STAGES": 4}, 512, 512, 512)
+    assert config.smem_bytes == 4 * (128 + 256) * 32 * 2 == 98304
+    assert config.check(smem_limit=232448) is config  # the H200's opt-in maximum
+    assert "-DMV_SMEM_BYTES=98304" in config.defines(0)
+    with pytest.raises(MatvizError, match="98304 bytes of shared memory .* limit of 49152"):
+        config.check(smem_limit=49152)  # a device without the opt-in
+    # a static struct stays within 48 KiB whatever the device allows
+    static = get_kernel("tiled").configure({"tile": 16, "pad": 1}, 64, 64, 64)
+    assert static.smem_limit == 48 * 1024 and "MV_SMEM_BYTES" not in " ".join(static.defines(0))
+
+
 def test_every_allowed_configuration_fits_the_default_limits() -> None:
     for spec in CATALOG.values():
         assert spec.configurations()

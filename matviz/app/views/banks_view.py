@@ -320,7 +320,9 @@ class BanksView(Retranslating, QWidget):
         )
 
     def site_sentence(self, instr: ins.Instruction) -> str:
-        """'ptxas reads As with 8 LDS.128 per k-tile (32 k steps), 2 wavefronts each.'"""
+        """'ptxas reads As with 8 LDS.128 per k-tile (the source's 32 accesses), 2 wavefronts
+        each.': a site's instances per k-step (one per k for kernel 02's, one per fragment for an
+        ldmatrix site) and the instructions ptxas made of them."""
         config = self.session.trace.config
         mine = [i for i in self.instrs if i.site == instr.site]
         summary = ins.summarise(config, mine)[0]
@@ -331,7 +333,8 @@ class BanksView(Retranslating, QWidget):
                 tr("ptxas writes {array} with {count} {opcode} per k-tile, {w} wavefronts each.")
                 if store
                 else tr(
-                    "ptxas reads {array} with {count} {opcode} per k-tile ({repeat} k steps), "
+                    "ptxas reads {array} with {count} {opcode} per k-tile (the source's {repeat} "
+                    "accesses), "
                     "{w} wavefronts each."
                 )
             )
@@ -341,7 +344,8 @@ class BanksView(Retranslating, QWidget):
                 tr("ptxas writes {array} with {count} {opcode} per k-tile, {w} wavefronts in all.")
                 if store
                 else tr(
-                    "ptxas reads {array} with {count} {opcode} per k-tile ({repeat} k steps), "
+                    "ptxas reads {array} with {count} {opcode} per k-tile (the source's {repeat} "
+                    "accesses), "
                     "{w} wavefronts in all."
                 )
             )
@@ -514,11 +518,12 @@ class BanksView(Retranslating, QWidget):
         ).format(lo=100 * lo, hi=100 * hi)
 
     def copy_note(self) -> str:
-        """Where ncu counts other bank conflicts for cp.async stores than the model, as
-        measured (the bundled ncu table)."""
-        measured = store_fills.copy_conflicts()
+        """Where ncu counted other bank conflicts for this kernel's cp.async stores than the
+        model, as measured (the bundled ncu table's rows of this kernel)."""
+        stem = self.session.trace.config.kernel.stem
+        measured = [(m, n) for tag, m, n in store_fills.copy_conflicts() if tag.startswith(stem)]
         free = [ncu for model, ncu in measured if model == 0]
-        if not free:
+        if not free or max(free) == 0:  # ncu found none where the model has none
             return ""
         return tr(
             "Measured with ncu on the H200: a cp.async store (LDGSTS) counts {lo:.1f}–{hi:.1f} "
