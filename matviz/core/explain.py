@@ -56,6 +56,14 @@ def dram_floor_bytes(config: KernelConfig) -> int:
     return (M * K + K * N) * config.element_bytes("A") + M * N * config.element_bytes("C")
 
 
+def dram_floor_formula(config: KernelConfig) -> str:
+    """:func:`dram_floor_bytes` as the lesson writes it, in the kernel's element sizes."""
+    ab, c = config.element_bytes("A"), config.element_bytes("C")
+    if ab == c:
+        return f"(MK + KN + MN) × {c} B"
+    return f"(MK + KN) × {ab} B + MN × {c} B"
+
+
 def written_elements(config: KernelConfig, bx: int, by: int) -> int:
     """Elements of C block (bx, by) really writes: its C tile clipped to M x N."""
     rows, cols = config.launch.c_tile
@@ -170,8 +178,9 @@ def _reuse(config: KernelConfig, tr: Tr) -> tuple[str, dict]:
     }  # fmt: skip
     formula_text = config.kernel.work.formula
     loads = sum(config.staged_per_step.values()) if config.uses_shared else 0
-    half = config.element_bytes("A") != FLOAT_BYTES
-    floor_text = tr(txt.DRAM_FLOOR_HALF if half else txt.DRAM_FLOOR).format(floor=fmt_bytes(floor))
+    floor_text = tr(txt.DRAM_FLOOR).format(
+        floor_formula=dram_floor_formula(config), floor=fmt_bytes(floor)
+    )
     if loads:
         fmas = config.fmas_per_step
         text = tr(txt.REUSE_SHARED).format(
@@ -513,6 +522,7 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
             issued=issued,
             formula=formula,
             formula_text=config.kernel.work.formula,
+            floor_formula=dram_floor_formula(config),
             floor=fmt_bytes(dram_floor_bytes(config)),
         )
     )

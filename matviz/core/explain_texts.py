@@ -132,12 +132,7 @@ REUSE_NONE = (
 )
 DRAM_FLOOR = (
     "Requests for data already in the L1 or L2 cache never reach DRAM: DRAM itself must "
-    "deliver at least A and B once and take C once, (MK + KN + MN) × 4 B = {floor}."
-)
-DRAM_FLOOR_HALF = (
-    "Requests for data already in the L1 or L2 cache never reach DRAM: DRAM itself must "
-    "deliver at least A and B once (2-byte elements) and take C once (fp32), "
-    "(MK + KN) × 2 B + MN × 4 B = {floor}."
+    "deliver at least A and B once and take C once, {floor_formula} = {floor}."
 )
 EDGE_SHARED = (
     "This is an edge block ({what}): out-of-range elements of A and B are stored in shared "
@@ -198,7 +193,7 @@ FACT_NO_CONFLICT = "The probed warp's shared-memory accesses are free of bank co
 FACT_GLOBAL = (
     "Global memory: the load instructions request {issued}; the lesson's formula "
     "{formula_text} gives {formula}. The DRAM floor (A and B read once, C written once) is "
-    "(MK + KN + MN) × 4 B = {floor}."
+    "{floor_formula} = {floor}."
 )
 FACT_MEASURED = (
     "Measured with ncu on {device} (one launch, level-0 build): {l1} requested by global "

@@ -22,10 +22,11 @@ from matviz.paths import RESOURCE_DIR, TRACE_DIR
 
 LESSON_DIR = RESOURCE_DIR / "lessons"
 LANGUAGES = ("en", "zh_CN")
-VIEWS = (
+# the views a step can bring to the front (MainWindow.bring_to_front's names)
+ViewName = Literal[
     "grid", "sm_lanes", "tiles", "banks", "coalescing", "fragments", "source", "errors",
     "throughput",
-)  # fmt: skip
+]  # fmt: skip
 
 
 class Texts(BaseModel):
@@ -59,17 +60,7 @@ class Step(BaseModel):
     simulate: Simulation | None = None
     block: tuple[int, int] | Literal["middle"] = "middle"
     at: float = Field(default=0.3, ge=0.0, le=1.0)  # where the playhead goes, in the run
-    view: Literal[
-        "grid",
-        "sm_lanes",
-        "tiles",
-        "banks",
-        "coalescing",
-        "fragments",
-        "source",
-        "errors",
-        "throughput",
-    ]
+    view: ViewName
     access: str | None = None  # the banks instruction or coalescing request to show
 
     @model_validator(mode="after")

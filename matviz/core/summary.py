@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from matviz.core import metrics
-from matviz.core.explain import dram_floor_bytes, measured_bytes
+from matviz.core.explain import dram_floor_bytes, dram_floor_formula, measured_bytes
 from matviz.core.kernel import LEVEL_NAMES
 from matviz.core.trace import Trace
 
@@ -59,8 +59,7 @@ def summary_lines(trace: Trace) -> list[str]:
     if occ:
         lines.append(f"occupancy  {occ['blocks_per_sm']} blocks/SM, limited by {occ['limiter']}")
     floor = dram_floor_bytes(config)  # A and B read once, C written once
-    ab = config.element_bytes("A")
-    terms = "(MK + KN + MN) x 4 B" if ab == 4 else f"(MK + KN) x {ab} B + MN x 4 B"
+    terms = dram_floor_formula(config)
     lines.append(
         f"global     {config.issued_bytes / 1e6:.1f} MB requested by load instructions; lesson "
         f"formula {config.kernel.work.formula} = {config.formula_bytes / 1e6:.1f} MB; DRAM floor "

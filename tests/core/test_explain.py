@@ -430,6 +430,17 @@ def test_global_bytes_are_requests_and_the_dram_floor_is_shown():
     assert "the load instructions request" in shared.body and "DRAM itself" in shared.body
 
 
+def test_the_dram_floor_is_written_in_the_kernels_element_sizes():
+    """fp16 inputs: A and B cost 2 bytes an element, C 4, in every text that states the floor
+    (the facts line had kept fp32's (MK + KN + MN) × 4 B beside fp16's number)."""
+    half = simulate("mma_pipeline", 256, 256, 256, level=1)
+    formula = "(MK + KN) × 2 B + MN × 4 B = 524.29 KB"
+    assert dram_floor_bytes(half.config) == (2 * 256 * 256) * 2 + 256 * 256 * 4
+    assert formula in " ".join(trace_facts(half))
+    assert formula in explain(half, Timeline(half), 0, 0).body
+    assert "(MK + KN + MN)" not in " ".join(trace_facts(half) + summary_lines(half))
+
+
 @pytest.mark.parametrize("path", sorted(TRACE_DIR.glob("*.mvz")), ids=lambda p: p.name)
 def test_bundled_recordings_carry_ncu_measurements(path):
     """Item 4: DRAM and L2 bytes measured with ncu on the H200 are stored and shown."""
