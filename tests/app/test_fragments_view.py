@@ -277,3 +277,13 @@ def test_the_main_window_shows_it_on_a_tab(qtbot, tmp_path):
     tabs = window.memory_tabs
     assert tabs.currentWidget() is view and tabs.tabText(tabs.currentIndex()) == "Fragments"
     assert view.isVisible() and view.stack.currentIndex() == 1  # the window's trace: wmma
+
+
+def test_a_selected_lane_washes_out_every_other_cell_even_those_no_lane_holds():
+    """select() adds WARP to every code it washes out, lanes and the no-lane code alike: each
+    washed code shows its own colour washed towards white (an element no lane held kept its
+    unwashed grey before)."""
+    lut = fv.fragment_lut()
+    for code in [*range(32), fv.NONE_CODE]:
+        plain, washed = lut[code, :3].astype(int), lut[code + 32, :3].astype(int)
+        assert (washed >= plain).all() and (washed > plain).any(), code

@@ -40,7 +40,7 @@ GROUP = 4  # lanes per group: lane = 4 x group + thread (the PTX fragment tables
 GROUP_HUES = (0.0, 0.08, 0.15, 0.30, 0.48, 0.58, 0.72, 0.86)
 THREAD_LIGHTNESS = (0.56, 0.67, 0.77, 0.86)  # thread 0 darkest: lane numbers stay readable
 WASH = 0.6  # other lanes, while one is selected: this far towards white
-NONE_CODE, NONE_WASHED = 64, 65  # an element no lane holds
+NONE_CODE = 2 * WARP  # an element no lane holds; + WARP washes any code out (select)
 NONE_COLOR = (235, 235, 235)
 SELECTED_COLOR = (20, 20, 20)
 WRONG_COLOR = (214, 39, 40)  # a measured entry that differs from the description
@@ -55,16 +55,21 @@ def lane_color(lane: int) -> tuple[int, int, int]:
     return round(r * 255), round(g * 255), round(b * 255)
 
 
+def _washed(rgb: np.ndarray) -> np.ndarray:
+    return np.round(rgb + (255 - rgb) * WASH)
+
+
 @cache
 def fragment_lut() -> np.ndarray:
-    """Code lane (0-31): the lane's colour; lane + 32: washed out; NONE_*: no lane holds it."""
+    """Code lane (0-31): the lane's colour; NONE_CODE: no lane holds it; code + 32: the same,
+    washed out."""
     lut = np.empty((256, 4), np.uint8)
     lut[:, :3], lut[:, 3] = NONE_COLOR, 255
-    for lane in range(WARP):
-        rgb = np.array(lane_color(lane), float)
-        lut[lane, :3] = rgb
-        lut[lane + WARP, :3] = np.round(rgb + (255 - rgb) * WASH)
-    lut[NONE_WASHED, :3] = np.round(np.array(NONE_COLOR) + (255 - np.array(NONE_COLOR)) * WASH)
+    colours = [(lane, lane_color(lane)) for lane in range(WARP)] + [(NONE_CODE, NONE_COLOR)]
+    for code, colour in colours:
+        rgb = np.array(colour, float)
+        lut[code, :3] = rgb
+        lut[code + WARP, :3] = _washed(rgb)
     return lut
 
 
