@@ -14,22 +14,19 @@ one_d = sibling("04_register_tiling_1d")
 FLOAT = 4
 
 
-def slot_row(th, p):
-    """First row of k-step t's slot in the stacked arrays: slot t % STAGES."""
-    return th.t % p.STAGES * p.BK
-
-
 def smem_bytes(p):
     return p.STAGES * p.BK * (p.BM + p.pad + p.BN) * FLOAT
 
 
-def in_slot(site, **changes):
-    """Kernel 06's site, moved to k-step t's slot. A swizzle keys on the row k inside a slot,
-    and a slot starts on a multiple of BK rows, so the stacked rows keep their masks."""
+def in_slot(site, rows=lambda p: p.BK, **changes):
+    """``site`` moved to k-step t's slot of the stacked arrays, which starts at row
+    (t % STAGES) x ``rows(p)`` (kernel 06's arrays: BK rows). A swizzle keys on the row inside
+    a slot, and a slot starts on a multiple of the swizzle's period, so the stacked rows keep
+    their masks."""
 
     def at(th, p):
         row, *rest = site.at(th, p)
-        return (slot_row(th, p) + row, *rest)
+        return (th.t % p.STAGES * rows(p) + row, *rest)
 
     return dataclasses.replace(site, at=at, **changes)
 

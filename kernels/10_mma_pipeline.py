@@ -5,7 +5,6 @@ Its tile copies and k-step are kernel 07's pipeline with kernel 09's 16-byte chu
 memory stacks STAGES slots of each array, and step t uses slot t % STAGES.
 """
 
-import dataclasses
 
 from matviz.core.kernel import (
     DYNAMIC_SMEM_LIMIT,
@@ -21,12 +20,11 @@ from matviz.core.kernel import (
     cdiv,
 )
 from matviz.core.mma_layouts import m16n8k16_a, m16n8k16_b
-from matviz.core.registry import sibling, sibling_module
+from matviz.core.registry import sibling_module
 
 wmma = sibling_module("09_wmma")
-pipeline = sibling("07_async_pipeline")
-CHUNK = 8  # elements of one 16-byte copy or ldmatrix row
-HALF = 2  # bytes of an fp16 or bf16 element
+pipeline = sibling_module("07_async_pipeline")
+CHUNK, HALF = wmma.CHUNK, wmma.HALF  # elements of a 16-byte row; bytes of an fp16/bf16 element
 
 
 def warps(p):
@@ -74,16 +72,6 @@ def _swizzle_text(p, name, row, col, chunks):
     return f"{name}[s][{row}][{col}] → {name}[s][{row}][{col} ^ 8·({mask})]"
 
 
-def _in_slot(site, rows, **changes):
-    """``site`` moved to k-step t's slot, which starts at row (t % STAGES) x ``rows(p)``."""
-
-    def at(th, p):
-        row, col = site.at(th, p)
-        return th.t % p.STAGES * rows(p) + row, col
-
-    return dataclasses.replace(site, at=at, **changes)
-
-
 def _warp_corner(th, p):
     return wmma.warp_corner(th, p.WM, p.WN, p.BN // p.WN)
 
@@ -128,7 +116,7 @@ def _mma(p):
 
 def _copy(name, array, shape, origin, rows):
     site = wmma.tile_copy(name, array, shape, origin, threads=threads)
-    return _in_slot(site, rows, phase="copy", async_copy=True)
+    return pipeline.in_slot(site, rows, phase="copy", async_copy=True)
 
 
 KERNEL = Kernel(
@@ -179,10 +167,10 @@ KERNEL = Kernel(
         _copy("st_As", "As", lambda p: (p.BM, p.BK), wmma.a_corner, lambda p: p.BM),
         _copy("st_Bs", "Bs", lambda p: (p.BK, p.BN), wmma.b_corner, lambda p: p.BK),
         # per 16-deep slice kk: each A fragment of the warp, then each pair of B fragments
-        _in_slot(Site("ld_As", "load", "As", "compute", width=16, at=_ld_as,
+        pipeline.in_slot(Site("ld_As", "load", "As", "compute", width=16, at=_ld_as,
                       matrix_load="LDSM.16.M88.4",
                       repeat=lambda p: p.BK // 16 * m_frags(p)), lambda p: p.BM),
-        _in_slot(Site("ld_Bs", "load", "Bs", "compute", width=16, at=_ld_bs,
+        pipeline.in_slot(Site("ld_Bs", "load", "Bs", "compute", width=16, at=_ld_bs,
                       matrix_load="LDSM.16.MT88.4",
                       repeat=lambda p: p.BK // 16 * n_frags(p) // 2), lambda p: p.BK),
     ),  # fmt: skip
@@ -191,7 +179,7 @@ KERNEL = Kernel(
                      repeat=lambda p: m_frags(p) * n_frags(p) * 2),
     ),  # fmt: skip
     # kernel 07's pipeline: copy and compute as two channels, STAGES steps in flight
-    kstep=pipeline.kstep,
-    work=sibling("09_wmma").work,
+    kstep=pipeline.KERNEL.kstep,
+    work=wmma.KERNEL.work,
     registers=228,  # ptxas, level 0, default parameters
 )
