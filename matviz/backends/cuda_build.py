@@ -5,6 +5,7 @@ Imported only where CuPy is installed and a GPU is wanted (the CLI checks cuda_s
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import platform
@@ -67,6 +68,8 @@ def compiled_kernel(
     ``min_blocks`` (levels 1-2) bounds its registers so that many blocks fit on an SM.
     ``entry``: another function of the same source (default: the kernel's entry point)."""
     defines = config.defines(level) + ([f"-DMV_MIN_BLOCKS={min_blocks}"] if min_blocks else [])
+    if config.kernel.arch != "sm_90":  # CuPy targets the device's plain architecture
+        defines.append(f"-arch={config.kernel.arch}")
     source = kernel_source(config)
     if "<mma.h>" in source:
         defines += toolkit_includes()
@@ -126,6 +129,47 @@ def blas_matmul(A, B, dtype: str):
                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)  # fmt: skip
 
     return run
+
+
+# CUtensorMapDataType and CUtensorMapSwizzle (cuda.h), for cuTensorMapEncodeTiled
+TENSOR_MAP_TYPES = {"float16": 6, "float32": 7, "bfloat16": 9}
+TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+TENSOR_MAP_L2_PROMOTION_128B = 2
+TENSOR_MAP_DTYPE = np.dtype([("opaque", np.uint64, (16,))])  # a CUtensorMap: 128 bytes
+
+
+@functools.lru_cache(maxsize=1)
+def _encode_tiled():
+    library = ctypes.CDLL("libcuda.so.1")  # CuPy's driver module does not wrap the TMA calls
+    encode = library.cuTensorMapEncodeTiled
+    encode.restype = ctypes.c_int
+    return encode
+
+
+def tensor_map(matrix, dtype: str, box: tuple[int, int], swizzle_bytes: int) -> np.void:
+    """A CUtensorMap of the row-major 2-D CuPy array ``matrix`` (elements of ``dtype``) for
+    boxes of ``box`` = (rows, cols), as a 128-byte value a kernel takes by value. Elements
+    outside the matrix read as zeros. The row pitch must be a multiple of 16 bytes."""
+    rows, cols = matrix.shape
+    item = matrix.dtype.itemsize
+    out = (ctypes.c_uint64 * 16)()
+    status = _encode_tiled()(
+        ctypes.byref(out),
+        TENSOR_MAP_TYPES[dtype],
+        2,
+        ctypes.c_void_p(matrix.data.ptr),
+        (ctypes.c_uint64 * 2)(cols, rows),
+        (ctypes.c_uint64 * 1)(cols * item),
+        (ctypes.c_uint32 * 2)(box[1], box[0]),
+        (ctypes.c_uint32 * 2)(1, 1),
+        0,  # no interleave
+        TENSOR_MAP_SWIZZLE[swizzle_bytes],
+        TENSOR_MAP_L2_PROMOTION_128B,
+        0,  # out of bounds: zeros
+    )
+    if status != 0:
+        raise cupy.cuda.driver.CUDADriverError(status)
+    return np.frombuffer(bytes(out), TENSOR_MAP_DTYPE)[0]
 
 
 @functools.lru_cache(maxsize=1)

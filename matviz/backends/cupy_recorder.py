@@ -37,6 +37,7 @@ try:
         driver_blocks_per_sm,
         software_versions,
         spacer,
+        tensor_map,
     )
 except ImportError:  # the CLI checks cuda_status() before it gets here
     cupy = None
@@ -71,7 +72,7 @@ class Recorder:
 
     # -- launching -------------------------------------------------------------------------
     def _launch(self, kernel, C, trace_args: tuple = ()) -> None:
-        args = (*self.stored, C, np.int32(self.M), np.int32(self.N), np.int32(self.K))
+        args = (*self.kernel_inputs, C, np.int32(self.M), np.int32(self.N), np.int32(self.K))
         kernel(self.config.grid, self.config.block, args + trace_args)
 
     def _timed(self, fn) -> float:
@@ -102,6 +103,13 @@ class Recorder:
             cupy.ascontiguousarray(m.T) if self.config.matrix_layout(name) == "col" else m
             for name, m in (("A", self.A), ("B", self.B))
         )
+        # a matrix the copy engine reads (TMA) is passed as its tensor map
+        copied = self.config.copied_matrices()
+        self.kernel_inputs = tuple(
+            tensor_map(m, dtype, (copied[name].rows, copied[name].cols),
+                       copied[name].copy.swizzle_bytes) if name in copied else m
+            for name, m in zip("AB", self.stored, strict=True)
+        )  # fmt: skip
         self.blas = blas_matmul(self.A, self.B, dtype)
         ref = elements.as_float64(cupy, self.A, dtype) @ elements.as_float64(cupy, self.B, dtype)
         self.ref = ref
@@ -325,8 +333,8 @@ class Recorder:
         probe = compiled_kernel(c, 0, entry=c.kernel.entry_point + "_fragments")
         numbers = cupy.arange(256, dtype=cupy.float32)
         tile = elements.rounded(cupy, numbers, c.input_dtype)
-        out = cupy.full((len(c.mma.fragments), 32, 32), -1, cupy.int32)
-        probe((1,), (32,), (tile, tile, numbers, out))
+        out = cupy.full((len(c.mma.fragments), 32, c.mma.probe_slots), -1, cupy.int32)
+        probe((1,), (c.mma.group_threads,), (tile, tile, numbers, out))
         cupy.cuda.get_current_stream().synchronize()
         return out.get().astype(np.int16)
 
@@ -359,9 +367,10 @@ class Recorder:
         stats.update(
             diagnostics_ms=diag_ms,
             diagnostics_overhead_pct=100.0 * (diag_ms / stats["time_ms_median"] - 1.0),
-            # the last warp to arrive releases the barrier: its wait shows the clocks agree
-            last_arrival_wait_ns_max=int(wait.min(axis=2).max()),
         )
+        if wait.size:
+            # the last warp to arrive releases a barrier: its wait shows the clocks agree
+            stats["last_arrival_wait_ns_max"] = int(wait.min(axis=2).max())
         arrays = {"warp_blocks": warp_blocks, "barrier_wait": wait, "probe": probe}
         values = trace_decode.probe_values(raw_probe, c)
         if values.size:

@@ -255,11 +255,12 @@ def fit(
                 break
         else:
             damping *= 5
+    previous = device["model"].get("fit")
     fitted = _with(device, names, x)
     errors = {
         c.label: round(100.0 * math.expm1(r), 2) + 0.0 for c, r in zip(cases, res, strict=True)
     }
-    fitted["model"]["fit"] = {
+    entry: dict[str, Any] = {
         "source": source,
         "date": date or datetime.date.today().isoformat(),
         "names": list(names),
@@ -270,6 +271,12 @@ def fit(
         "rms_error_pct": round(float(np.sqrt(np.mean(np.square(list(errors.values()))))), 2),
         "errors_pct": errors,
     }
+    if isinstance(previous, dict) and set(previous.get("names", ())) - set(names):
+        # the other constants keep the values an earlier fit gave them: say which and when
+        earlier = previous.get("earlier", [])
+        before = {k: previous.get(k) for k in ("date", "source", "names", "rms_error_pct")}
+        entry["earlier"] = [*earlier, before]
+    fitted["model"]["fit"] = entry
     return fitted
 
 

@@ -8,9 +8,11 @@ Everything a configuration contributes comes from its kernel description
 
 * ``alone_ns`` (D): how long the block takes when it has the SM's pipes to itself, the latency
   path: ``block_prologue_ns`` + per k-step [``load_latency_ns`` + G + S + the k loop + 2
-  barriers + the barrier skews] + ``block_epilogue_ns``, where
+  barriers + the barrier skews] + ``block_epilogue_ns`` + the C tile's bytes at
+  ``c_store_bytes_per_ns``, where
   G = the A and B bytes the block stages per k-step (``staged_per_step``) at the SM's share of
-  the copy bandwidth x ``bandwidth_scale`` (they mostly hit L2), S = its shared stores: bank
+  the copy bandwidth x ``bandwidth_scale`` (they mostly hit L2; TMA copies x
+  ``copy_engine_bandwidth_scale``, after ``copy_engine_latency_ns``), S = its shared stores: bank
   wavefronts (``banks.wavefronts`` over every warp's ``access_records``) x
   ``store_cycles_per_wavefront``, and the k loop = max(W, depth x (``k_step_latency_cycles`` +
   the multiply-adds one thread does per k x ``thread_fma_issue_cycles``)): a block of few warps
@@ -63,6 +65,9 @@ MODEL_DEFAULTS = {
     "shared_tile_jitter": 0.0,
     "naive_alone_speedup": 1.0,
     "thread_fma_issue_cycles": 0.0,
+    "copy_engine_bandwidth_scale": 0.0,  # 0: TMA copies share bandwidth_scale
+    "copy_engine_latency_ns": 0.0,  # 0: TMA copies share load_latency_ns
+    "c_store_bytes_per_ns": 0.0,  # 0: the C tile's store is inside block_epilogue_ns
 }
 
 
@@ -188,14 +193,20 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     resident = min(n_blocks, occ.resident_blocks)
     warps, threads = config.warps, config.threads
     bandwidth = device["copy_bandwidth_gbs"]  # GB/s = bytes/ns
-    ends = m["block_prologue_ns"] + m["block_epilogue_ns"]
+    # the block's C tile leaves at the SM's store rate after its last k-step (kernel 11's 128 KB
+    # tile took 2.5 us of its 13 at 1024^3 on the H200)
+    rows, cols = config.launch.c_tile
+    store_rate = constant(device, "c_store_bytes_per_ns")
+    c_store = rows * cols * FLOAT_BYTES / store_rate if store_rate else 0.0
+    epilogue = m["block_epilogue_ns"] + c_store
+    ends = m["block_prologue_ns"] + epilogue
     out: dict[str, Any] = {
         "blocks_per_sm_used": b,
         "resident_blocks": resident,
         "warps": warps,
         "n_tiles": config.n_steps,
         "prologue_ns": m["block_prologue_ns"],
-        "epilogue_ns": m["block_epilogue_ns"],
+        "epilogue_ns": epilogue,
         "barrier_ns": m["barrier_ns"],
     }
     if not config.n_steps:  # no k-steps: one long loop per thread, no barriers
@@ -218,7 +229,12 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
         }
     costs = site_costs(config, m["lds128_site_cost"])
     step_bytes = sum(config.staged_per_step.values()) * config.element_bytes("A")
-    memory = step_bytes * min(sms, n_blocks) / (bandwidth * m["bandwidth_scale"])
+    # the copy engine (TMA) moves a kernel's tiles without the load-store unit: its own share
+    # of the copy bandwidth, fitted to kernel 11
+    scale = m["bandwidth_scale"]
+    if config.copies:
+        scale = constant(device, "copy_engine_bandwidth_scale") or scale
+    memory = step_bytes * min(sms, n_blocks) / (bandwidth * scale)
     store = costs["store_wavefronts"] * m["store_cycles_per_wavefront"] / clk
     # The k loop is bound by the shared-memory pipe or by the FMA pipe. The SM serves
     # fma_per_clk / 32 warp-FFMAs a clock; at inner_loop_efficiency = 1/8 it serves
@@ -236,7 +252,10 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     per_k = constant(device, "k_step_latency_cycles")
     per_k += warp_math_per_k(config) * constant(device, "thread_fma_issue_cycles")
     k_loop = max(work, config.step_depth * per_k / clk)
-    load = m["load_latency_ns"] + memory + store
+    latency = m["load_latency_ns"]
+    if config.copies:  # the copy engine's own latency, fitted to kernel 11 (0: the loads')
+        latency = constant(device, "copy_engine_latency_ns") or latency
+    load = latency + memory + store
     q = m["overlap_sharpness"]
     pipes = ((work + store) ** q + memory**q) ** (1 / q)
     skews = (m["load_skew_ns"], m["compute_skew_frac"] * k_loop)
@@ -247,6 +266,8 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     # whole. One step at a time, the whole load comes before each compute.
     ahead = config.layout.in_flight - 1
     barriers = (m["barrier_ns"], m["barrier_ns"] if not ahead else 0.0)
+    if not config.n_barriers:  # a warp-specialised ring: its warps wait on mbarriers only
+        barriers = (0.0, 0.0)
     hidden = ahead * (k_loop + sum(barriers))
     exposed = store + max(load - store - hidden, 0.0) if ahead else load
     first_extra = load - exposed

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import platform
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -317,23 +318,38 @@ def _stamp(config: KernelConfig, marks: np.ndarray, begin: np.ndarray) -> np.nda
     """The trace's marks (rows, k-steps, marks) from the interleaved (loaded, computed) ones.
 
     A step's loads go out when the previous step is computed or, in a pipeline of S stages,
-    when step t - S + 1 has landed (the first S - 1 at the block's begin); see _model_phases.
+    when step t - S + 1 has landed (the first S - 1 at the block's begin); in a warp-specialised
+    ring when the consumers freed the slot, i.e. step t - S was computed (the first S at the
+    block's begin). See _model_phases.
     """
-    phases = _model_phases(config)
-    assert phases is not None  # marks exist only for kernels with k-steps
-    load, compute = phases
+    steps = _model_phases(config)
+    assert steps is not None  # marks exist only for kernels with k-steps
+    load, compute = steps.load, steps.compute
     loaded, computed = marks[:, 0::2], marks[:, 1::2]
     ahead = config.layout.in_flight - 1
-    trigger, lag = (loaded, ahead) if ahead else (computed, 1)
-    issue = np.empty_like(loaded)
-    issue[:, :lag] = np.rint(begin)[:, None]
-    issue[:, lag:] = trigger[:, : max(issue.shape[1] - lag, 0)]
-    stamped = np.empty(issue.shape + (len(config.marks),), np.int64)
-    stamped[:, :, load.begin] = issue
+    stamped = np.empty(loaded.shape + (len(config.marks),), np.int64)
     stamped[:, :, load.end] = loaded
-    stamped[:, :, compute.begin] = loaded  # the same mark where one step runs at a time
     stamped[:, :, compute.end] = computed
+    start = np.rint(begin)[:, None]
+    if steps.issue is not None:
+        ring = config.layout.in_flight
+        issued = _shifted(computed, ring, start)
+        stamped[:, :, steps.issue.end] = issued
+        stamped[:, :, steps.issue.begin] = _shifted(issued, 1, start)
+        stamped[:, :, load.begin] = _shifted(computed, 1, start)  # the consumer starts waiting
+        return stamped
+    trigger, lag = (loaded, ahead) if ahead else (computed, 1)
+    stamped[:, :, load.begin] = _shifted(trigger, lag, start)
+    stamped[:, :, compute.begin] = loaded  # the same mark where one step runs at a time
     return stamped
+
+
+def _shifted(times: np.ndarray, lag: int, first: np.ndarray) -> np.ndarray:
+    """times[:, t - lag], and ``first`` for the first ``lag`` steps."""
+    out = np.empty_like(times)
+    out[:, :lag] = first
+    out[:, lag:] = times[:, : max(times.shape[1] - lag, 0)]
+    return out
 
 
 def _positions(detail: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -341,9 +357,19 @@ def _positions(detail: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return order[np.searchsorted(detail[order], rows)]
 
 
-def _model_phases(config: KernelConfig) -> tuple[PhaseMarks, PhaseMarks] | None:
-    """The k-step's (loading, computing) phases in one of the two forms the model knows, or
-    None for a kernel without k-steps.
+@dataclass(frozen=True)
+class ModelSteps:
+    """The k-step phases the model times: the wait for a step's tiles (``load``, ending when
+    they landed) and its ``compute``; ``issue``: a producer's own phase, where one exists."""
+
+    load: PhaseMarks
+    compute: PhaseMarks
+    issue: PhaseMarks | None = None
+
+
+def _model_phases(config: KernelConfig) -> ModelSteps | None:
+    """The k-step's phases in one of the three forms the model knows, or None for a kernel
+    without k-steps.
 
     * one k-step at a time: one chained channel of three marks, a loading phase from the
       first to the second, a computing phase from the second to the third, each closed by a
@@ -351,40 +377,65 @@ def _model_phases(config: KernelConfig) -> tuple[PhaseMarks, PhaseMarks] | None:
     * a pipeline of ``in_flight`` stages: two unchained channels of two marks, the loading
       phase (the copy, closed by the k-step's one barrier) in one and the computing phase in
       the other. Step t computes right after its copy landed, and the copy of step
-      t + in_flight - 1 goes out then too.
+      t + in_flight - 1 goes out then too;
+    * a warp-specialised ring of ``in_flight`` slots: a producer channel of one loading phase
+      (asking for a slot's tiles) and a consumer channel of three marks (waiting for them,
+      then computing), no block-wide barrier. The producer refills a slot once the step before
+      in it was computed.
     """
     layout = config.layout
     if not layout.phases:
         return None
-    by_state = {ph.phase.state: ph for ph in layout.phases}
-    load, compute = by_state.get("loading"), by_state.get("computing")
-    if load is None or compute is None or len(layout.phases) != 2:
+    phases = layout.phases
+    loading = [ph for ph in phases if ph.phase.state == "loading"]
+    computing = [ph for ph in phases if ph.phase.state == "computing"]
+    if len(computing) == 1 and len(loading) == 2 and len(layout.channels) == 2:
+        compute = computing[0]
+        waits = [ph for ph in loading if ph.channel == compute.channel]
+        issues = [ph for ph in loading if ph.channel != compute.channel]
+        channel = layout.channels[compute.channel]
+        if (
+            len(waits) == 1
+            and len(issues) == 1
+            and not layout.chained
+            and layout.in_flight >= 2
+            and len(channel) == 3
+            and (waits[0].begin, waits[0].end, compute.end) == channel
+            and compute.begin == waits[0].end
+            and not any(ph.barrier >= 0 for ph in phases)
+        ):
+            return ModelSteps(waits[0], compute, issues[0])
+    fits = False
+    load = loading[0] if len(loading) == 1 else None
+    single = computing[0] if len(computing) == 1 else None
+    if load is None or single is None or len(phases) != 2:
         fits = False
     elif layout.in_flight == 1:
         channel = layout.channels[0] if len(layout.channels) == 1 else ()
         fits = (
             layout.chained
             and len(channel) == 3
-            and (load.begin, load.end, compute.begin, compute.end) == channel[:2] + channel[1:]
+            and (load.begin, load.end, single.begin, single.end) == channel[:2] + channel[1:]
             and load.barrier >= 0
-            and compute.barrier >= 0
+            and single.barrier >= 0
         )
     else:
         fits = (
             not layout.chained
             and len(layout.channels) == 2
             and all(len(ch) == 2 for ch in layout.channels)
-            and load.channel != compute.channel
+            and load.channel != single.channel
             and load.barrier >= 0
-            and compute.barrier < 0
+            and single.barrier < 0
         )
-    if not fits or load is None or compute is None:
+    if not fits or load is None or single is None:
         raise MatvizError(
             f"the simulator models k-steps of a load and a compute phase, one step at a time "
-            f"with a barrier after each or pipelined with one barrier per step; kernel "
-            f"{config.kernel.name} has another k-step"
+            f"with a barrier after each, pipelined with one barrier per step, or a producer "
+            f"filling a ring of slots for consumers; kernel {config.kernel.name} has another "
+            f"k-step"
         )
-    return load, compute
+    return ModelSteps(load, single)
 
 
 def _stats(config: KernelConfig, blocks: np.ndarray, dev: dict) -> Stats:

@@ -89,11 +89,14 @@ def warp_requests(
     config: KernelConfig, warp: int, block: tuple[int, int] = (0, 0), t: int = 0
 ) -> list[Request]:
     """Every global request of ``warp`` in k-step ``t`` (for a kernel without k-steps: one
-    iteration of its loop, then its stores)."""
+    iteration of its loop, then its stores). An access no lane of the warp makes (every lane
+    masked off, e.g. a producer warp that stores no C) issues no request."""
     out = []
     for access, repeat in config.global_accesses:
         for k in range(repeat):
             where = addresses(config, access, warp, block, t, k)
+            if not (where >= 0).any():
+                continue
             out.append(
                 Request(
                     access.name,

@@ -27,6 +27,7 @@ from matviz.core.kernel import (
     MAX_THREADS_PER_BLOCK,
     STATIC_SMEM_LIMIT,
     WARP,
+    BulkCopy,
     GlobalAccess,
     Kernel,
     KStep,
@@ -104,6 +105,17 @@ class StepLayout:
     @property
     def n_barriers(self) -> int:
         return sum(ph.barrier >= 0 for ph in self.phases)
+
+
+@dataclass(frozen=True)
+class ResolvedCopy:
+    copy: BulkCopy
+    rows: int  # the box, as the matrix lies in memory
+    cols: int
+
+    @property
+    def name(self) -> str:
+        return self.copy.name
 
 
 @dataclass(frozen=True)
@@ -185,10 +197,25 @@ class KernelConfig:
 
     @property
     def smem_bytes(self) -> int:
-        if not self.shared:
-            return 0
-        last = self.shared[-1]
-        return self.array_bases[last.name] + last.nbytes
+        """The shared struct's size: the arrays, then the kernel's 8-byte mbarriers."""
+        end = 0
+        if self.shared:
+            last = self.shared[-1]
+            end = self.array_bases[last.name] + last.nbytes
+        barriers = value_of(self.kernel.mbarriers, self.p)
+        return cdiv(end, 8) * 8 + 8 * barriers if barriers else end
+
+    @cached_property
+    def copies(self) -> tuple[ResolvedCopy, ...]:
+        """The k-step's TMA copies with their box sizes."""
+        return tuple(
+            ResolvedCopy(c, value_of(c.rows, self.p), value_of(c.cols, self.p))
+            for c in self.kernel.copies
+        )
+
+    def copied_matrices(self) -> dict[str, ResolvedCopy]:
+        """The matrices (A, B) that TMA copies, each with its copy."""
+        return {self.array(rc.copy.array).source: rc for rc in self.copies}
 
     def array(self, name: str) -> SharedArray:
         for arr in self.shared:
@@ -354,6 +381,8 @@ class KernelConfig:
                 arr = self.array(rs.site.array)
                 per_lane = rs.site.width // arr.elem_bytes
                 out[arr.source] = out.get(arr.source, 0) + rs.repeat * self.threads * per_lane
+        for matrix, rc in self.copied_matrices().items():
+            out[matrix] = out.get(matrix, 0) + rc.rows * rc.cols
         return out
 
     # -- checks and build -------------------------------------------------------------------
@@ -367,6 +396,10 @@ class KernelConfig:
         """Raise a one-line MatvizError unless this configuration can launch (on a device
         whose blocks may have ``smem_limit`` bytes of shared memory, where given)."""
         M, N, K = self.M, self.N, self.K
+        for rule in self.kernel.shape_rules:
+            if not rule.holds(self.p, M, N, K):
+                message = rule.message.format(M=M, N=N, K=K)
+                raise MatvizError(f"kernel {self.kernel.name}: {message}")
         for label, size in (("M*K", M * K), ("K*N", K * N), ("M*N", M * N)):
             if size > MAX_INDEX:
                 raise MatvizError(
@@ -500,6 +533,20 @@ class KernelConfig:
                 }
                 for rs in self.sites
             ],  # fmt: skip
+            "copies": [
+                {
+                    "name": rc.name,
+                    "array": rc.copy.array,
+                    "phase": rc.copy.phase,
+                    "rows": rc.rows,
+                    "cols": rc.cols,
+                    "swizzle_bytes": rc.copy.swizzle_bytes,
+                    "instruction": rc.copy.instruction,
+                }
+                for rc in self.copies
+            ],  # fmt: skip
+            "mbarriers": value_of(self.kernel.mbarriers, self.p),
+            "arch": self.kernel.arch,
             "kstep": kstep,
             "inputs": self.input_dtype,
             "mma": self._describe_mma(),
@@ -521,6 +568,9 @@ class KernelConfig:
             "shape": list(mma.shape),
             "warps": list(mma.warps),
             "warp_tile": list(mma.warp_tile),
+            "from_shared": list(mma.from_shared),
+            "group_threads": mma.group_threads,
+            "first_warp": mma.first_warp,
             "fragments": [
                 {
                     "operand": f.operand,

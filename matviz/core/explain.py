@@ -102,18 +102,41 @@ def _mma_fill(config: KernelConfig) -> dict[str, Any]:
     mma = config.mma
     assert mma is not None
     m, n, k = mma.shape
-    per_warp = config.fmas_per_step // config.warps // (m * n * k)  # MMAs a warp issues
+    # the threads that issue one MMA together (a warp, or a warpgroup of 4), after the warps
+    # that multiply nothing (a producer)
+    groups = (config.threads - 32 * mma.first_warp) // mma.group_threads
+    per_group = config.fmas_per_step // groups // (m * n * k)  # MMAs a warp (group) issues
     loads = [rs.site for rs in config.sites if rs.site.kind == "load"]
     ops = dict.fromkeys(s.matrix_load or f"{s.width}-byte loads" for s in loads)
     return {
         "ops": ", ".join(ops),
         "warps": config.warps,
-        "mmas": per_warp,
+        "groups": groups,
+        "group_threads": mma.group_threads,
+        "group_rows": mma.warp_tile[0] * mma.group_threads // 32,
+        "last_idle": mma.first_warp - 1,
+        "mmas": per_group,
         "instruction": mma.instruction,
         "sass": mma.sass,
         "fmas": _num(m * n * k),
         "warp_rows": mma.warp_tile[0],
         "warp_cols": mma.warp_tile[1],
+    }
+
+
+def _copy_fill(config: KernelConfig, copies, t: int) -> dict[str, Any]:
+    """A k-step's TMA copies: what they bring, into which slot of the ring."""
+    elems = {config.array(rc.copy.array).source: rc.rows * rc.cols for rc in copies}
+    slots = max(int(config.layout.in_flight), 1)
+    return {
+        "a_elems": elems.get("A", 0),
+        "b_elems": elems.get("B", 0),
+        "bytes": fmt_bytes(sum(elems.values()) * config.element_bytes("A")),
+        "instruction": copies[0].copy.instruction,
+        "swizzle": copies[0].copy.swizzle_bytes,
+        "slot": t % slots,
+        "slots": slots,
+        "ahead": slots - 1,
     }
 
 
@@ -183,7 +206,7 @@ def _reuse(config: KernelConfig, tr: Tr) -> tuple[str, dict]:
     )
     if loads:
         fmas = config.fmas_per_step
-        text = tr(txt.REUSE_SHARED).format(
+        text = tr(txt.REUSE_SHARED_TMA if config.copies else txt.REUSE_SHARED).format(
             depth=config.step_depth,
             loads=loads,
             fmas=fmas,
@@ -253,7 +276,17 @@ def explain(
         nums |= {"wave": wave, "waves": waves, "start_ns": start}
     elif phase is not None:  # loading or computing, in one of the description's phases
         staged = _staged(config, phase)
-        if phase.phase.state == "loading" and staged:
+        copies = [rc for rc in config.copies if rc.copy.phase == phase.name]
+        if phase.phase.state == "loading" and copies:
+            text = tr(txt.LOADING_TMA).format(**base, **smem, **_copy_fill(config, copies, k))
+            after = txt.IN_PHASE_BARRIER
+        elif phase.phase.state == "loading" and config.copies:
+            text = tr(txt.WAITING_TMA).format(**base, **_copy_fill(config, config.copies, k))
+            after = txt.IN_PHASE_BARRIER
+        elif phase.phase.state == "computing" and config.mma and config.mma.from_shared:
+            text = tr(txt.COMPUTING_MMA_SHARED).format(**base, **smem, **_mma_fill(config))
+            after = txt.COMPUTING_BARRIER
+        elif phase.phase.state == "loading" and staged:
             fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
             text = tr(txt.LOADING).format(**base, **smem, **fill)
             after = txt.LOADING_NO_BARRIER if phase.left_out else txt.LOADING_BARRIER
@@ -277,7 +310,10 @@ def explain(
         loading = state == BlockState.LOADING
         concept = txt.CONCEPT_LOADING if loading else txt.CONCEPT_COMPUTING
         if not loading and config.mma is not None:
-            concept = txt.CONCEPT_COMPUTING_MMA
+            from_shared = bool(config.mma.from_shared)
+            concept = txt.CONCEPT_COMPUTING_WGMMA if from_shared else txt.CONCEPT_COMPUTING_MMA
+        elif loading and config.copies:
+            concept = txt.CONCEPT_LOADING_TMA
         nums["phase"] = phase.name
     elif state == BlockState.DONE:
         fill = {"end": fmt_ns(end), "run": fmt_ns(end - start)}
@@ -518,7 +554,7 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
         facts.append(tr(txt.FACT_NO_SMEM).format(kernel=trace.kernel))
     issued, formula = fmt_bytes(config.issued_bytes), fmt_bytes(config.formula_bytes)
     facts.append(
-        tr(txt.FACT_GLOBAL).format(
+        tr(txt.FACT_GLOBAL_TMA if config.copies else txt.FACT_GLOBAL).format(
             issued=issued,
             formula=formula,
             formula_text=config.kernel.work.formula,
@@ -532,7 +568,12 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
         l1, l2, dram = (fmt_bytes(measured[k]) for k in keys)
         where = measured.get("device", device)
         ab = fmt_bytes((M * K + K * N) * config.element_bytes("A"))
-        facts.append(tr(txt.FACT_MEASURED).format(device=where, l1=l1, l2=l2, dram=dram, ab=ab))
+        fill = {"device": where, "l1": l1, "l2": l2, "dram": dram, "ab": ab}
+        if isinstance(measured.get("copy_engine_load_bytes"), (int, float)):
+            copies = fmt_bytes(measured["copy_engine_load_bytes"])
+            facts.append(tr(txt.FACT_MEASURED_COPIES).format(**fill, copies=copies))
+        else:
+            facts.append(tr(txt.FACT_MEASURED).format(**fill))
     if len(trace.phase_blocks) and len(trace.phase_blocks) < len(trace.blocks):
         kept = len(trace.phase_blocks)
         facts.append(tr(txt.FACT_SAMPLED).format(kept=kept, blocks=len(trace.blocks)))

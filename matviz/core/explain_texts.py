@@ -34,6 +34,21 @@ LOADING = (
     "{threads} threads copy {a_elems} elements of A and {b_elems} of B into shared memory "
     "({arrays})."
 )
+# A k-step whose tiles the copy engine brings in (TMA): the producer's phase, then the wait of a
+# consumer for the bytes to land (mbarriers, no block-wide barrier)
+LOADING_TMA = (
+    "Block ({bx}, {by}) on SM {sm} is asking for k-tile t = {t} of {n} (its {phase} phase): one "
+    "thread of its producer warp waits until slot {slot} of {slots} is free, then asks the copy "
+    "engine (TMA, {instruction}) for {a_elems} elements of A and {b_elems} of B. The engine "
+    "writes them into {arrays} in the {swizzle}-byte swizzled layout the Tensor Cores read, "
+    "without a lane computing an address or a register holding the data, and counts the bytes "
+    "on the slot's mbarrier."
+)
+WAITING_TMA = (
+    "Block ({bx}, {by}) on SM {sm} is waiting for k-tile t = {t} of {n} (its {phase} phase): its "
+    "consumer warps spin on slot {slot}'s mbarrier until the copy engine's {bytes} have landed. "
+    "The producer asked for them as soon as the slot was free, up to {ahead} k-steps earlier."
+)
 LOADING_BARRIER = (
     "Then they wait at the {which} {barrier}, so the tiles are complete before anyone reads them."
 )
@@ -47,6 +62,14 @@ COMPUTING_MMA = (
     "the Tensor Cores: each of its {warps} warps loads fragments of {arrays} ({ops}) and "
     "issues {mmas} × {instruction} ({sass}), {fmas} multiply-adds each, into the fp32 sums of "
     "its {warp_rows} × {warp_cols} warp tile held in registers."
+)
+COMPUTING_MMA_SHARED = (
+    "Block ({bx}, {by}) on SM {sm} is computing k-tile t = {t} of {n} (its {phase} phase) on "
+    "the Tensor Cores: each of its {groups} consumer warpgroups ({group_threads} threads) issues "
+    "{mmas} × {instruction} ({sass}), {fmas} multiply-adds each, reading {arrays} straight from "
+    "shared memory through matrix descriptors (no lane loads them), into the fp32 sums of its "
+    "{group_rows} × {warp_cols} tile held in registers. Warps 0-{last_idle} multiply nothing: "
+    "they are the producer."
 )
 COMPUTING_BARRIER = (
     "The {which} {barrier} at its end stops anyone overwriting the tiles while another warp "
@@ -125,6 +148,13 @@ REUSE_SHARED = (
     "B; the lesson's formula {formula_text} gives {formula}, where reading A and B afresh for "
     "every multiply-add would request 2mnk × {elem} B = {naive}."
 )
+REUSE_SHARED_TMA = (
+    "Data reuse: per k-tile of depth {depth} the copy engine brings {loads} elements from global "
+    "memory into the block's shared memory, and the block does {fmas} FMAs with them, so each "
+    "copied element is used {uses} times (§13). Over the whole kernel the TMA copies request "
+    "{issued} of A and B; the lesson's formula {formula_text} gives {formula}, where reading A "
+    "and B afresh for every multiply-add would request 2mnk × {elem} B = {naive}."
+)
 REUSE_NONE = (
     "No data reuse through shared memory: the kernel's load instructions request {issued} from "
     "global memory in all (the lesson's formula {formula_text}). Staging b × b tiles in shared "
@@ -153,6 +183,10 @@ CONCEPT_WAITING = "Lesson 8 §17: blocks per SM (occupancy) and waves"
 CONCEPT_LOADING = "Lesson 8 §8, §11: tiles into shared memory, the first __syncthreads"
 CONCEPT_COMPUTING = "Lesson 8 §12-14: multiply-add from shared memory, sum in a register"
 CONCEPT_COMPUTING_MMA = "Lesson 8 §20-23: a warp multiplies fragments on the Tensor Cores"
+CONCEPT_COMPUTING_WGMMA = (
+    "Lesson 8 §20-23: a warpgroup multiplies tiles in shared memory on the Tensor Cores"
+)
+CONCEPT_LOADING_TMA = "Lesson 8 §24-25: the copy engine fills the next slots while others compute"
 CONCEPT_DONE = "Lesson 8 §14: the result is written once"
 CONCEPT_RUNNING = "Lesson 8 §9-10: the k-tile loop"
 CONCEPT_NO_STEPS = "Lesson 8 §4-5: without tiles, every thread re-reads global memory"
@@ -195,9 +229,18 @@ FACT_GLOBAL = (
     "{formula_text} gives {formula}. The DRAM floor (A and B read once, C written once) is "
     "{floor_formula} = {floor}."
 )
+FACT_GLOBAL_TMA = (
+    "Global memory: the TMA copies request {issued}; the lesson's formula {formula_text} gives "
+    "{formula}. The DRAM floor (A and B read once, C written once) is {floor_formula} = {floor}."
+)
 FACT_MEASURED = (
     "Measured with ncu on {device} (one launch, level-0 build): {l1} requested by global "
     "loads, {l2} through L2, {dram} read from DRAM (A and B once: {ab})."
+)
+FACT_MEASURED_COPIES = (
+    "Measured with ncu on {device} (one launch, level-0 build): {copies} brought in by the copy "
+    "engine (TMA) and {l1} by global load instructions, {l2} through L2, {dram} read from DRAM "
+    "(A and B once: {ab})."
 )
 FACT_SAMPLED = "Per-tile phases were kept for {kept} of {blocks} blocks."
 

@@ -50,6 +50,9 @@ LEVELS = (0, 1, 2, 3)
 LEVEL_NAMES = {0: "timing", 1: "blocks", 2: "phases", 3: "diagnostics"}
 PHASE_STATES = ("loading", "computing")
 ParamValue = int | str
+# a trace's fragments keep at least 32 slots per lane (its first format had exactly 32) and at
+# most 128 (wgmma m64n256k16's accumulators: 16 x 256 per warp)
+MIN_FRAGMENT_SLOTS, MAX_FRAGMENT_SLOTS = 32, 128
 # bytes per element of the types A and B may have in memory (Kernel.inputs); C is float32
 INPUT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -158,7 +161,7 @@ class SharedArray:
     pad: int = 0
     elem_bytes: int = 4
     dtype: str = "float32"
-    source: str = ""  # "A" or "B": the global matrix it stages
+    source: str = ""  # "A" or "B": the global matrix it stages ("": no tile, e.g. mbarriers)
     align: int = 4  # byte alignment of its start inside the shared struct
     swizzle: Callable[[np.ndarray], np.ndarray] | None = field(default=None, compare=False)
     swizzle_text: str = ""
@@ -274,6 +277,41 @@ class GlobalAccess:
 
 
 @dataclass(frozen=True)
+class BulkCopy:
+    """A copy the tensor memory accelerator (TMA) makes once per k-step: one thread asks the
+    copy engine for a ``rows`` x ``cols`` box of the array's source matrix as it lies in memory
+    (a column-major B's box rows are columns of B), and the engine writes it into ``array``
+    from row ``first_row(t, p)`` on, each row's 16-byte chunks where the array's swizzle puts
+    them (``swizzle_bytes``: the tensor map's swizzle mode, 0, 32, 64 or 128). No lane computes
+    an address and no register holds the data; elements outside the matrix arrive as zeros.
+    ``at(bx, by, t, r, c, p)`` gives the (row, col) of the logical matrix that box cell (r, c)
+    holds (arrays or ints)."""
+
+    name: str
+    array: str
+    phase: str  # the k-step phase whose thread issues it
+    rows: IntOf
+    cols: IntOf
+    first_row: Callable[[int, Params], int]
+    at: Callable[..., tuple[Any, Any]]
+    swizzle_bytes: int = 0
+    instruction: str = "cp.async.bulk.tensor.2d"
+
+    def __post_init__(self) -> None:
+        if self.swizzle_bytes not in (0, 32, 64, 128):
+            raise ValueError(f"copy {self.name}: a tensor map swizzles 0, 32, 64 or 128 bytes")
+
+
+@dataclass(frozen=True)
+class ShapeRule:
+    """What the problem shape must meet for the kernel to run (a hardware rule, e.g. TMA's
+    16-byte row pitch); ``message`` is formatted with M, N and K."""
+
+    holds: Callable[[Params, int, int, int], bool]
+    message: str
+
+
+@dataclass(frozen=True)
 class Phase:
     """Part of a k-step, from mark ``begin`` to mark ``end`` (of the same step)."""
 
@@ -363,9 +401,21 @@ class Mma:
     fragments: tuple[Fragment, ...]
     warps: tuple[int, int]
     warp_tile: tuple[int, int]
+    # operands the Tensor Cores read straight from shared memory (wgmma's descriptors): no
+    # lane holds them, so they have no fragment
+    from_shared: tuple[str, ...] = ()
+    # threads that issue one MMA together (128: a warpgroup) and that the fragment probe runs
+    group_threads: int = 32
+    # the warp that holds the block's first accumulators (warps before it do not multiply)
+    first_warp: int = 0
 
     def fragment(self, operand: str) -> Fragment:
         return next(f for f in self.fragments if f.operand == operand)
+
+    @property
+    def probe_slots(self) -> int:
+        """Slots per lane of the fragment probe's output (and of a trace's ``fragments``)."""
+        return max(MIN_FRAGMENT_SLOTS, *(f.slots for f in self.fragments))
 
 
 @dataclass(frozen=True)
@@ -400,7 +450,16 @@ class Kernel:
     # the shared struct lives in dynamic shared memory, sized at launch: a block may then have
     # more than the 48 KiB static arrays allow (the .cu checks its size against MV_SMEM_BYTES)
     dynamic_shared: bool = False
+    # tiles the copy engine brings in (TMA): the recorder passes a tensor map of the matrix
+    # instead of its pointer
+    copies: tuple[BulkCopy, ...] = ()
+    # 8-byte mbarriers the shared struct holds after its arrays (a TMA pipeline's full and
+    # empty barriers per slot)
+    mbarriers: IntOf = 0
+    # the GPU target the source needs: "sm_90a" for wgmma and setmaxnreg
+    arch: str = "sm_90"
     constraints: tuple[Constraint, ...] = ()
+    shape_rules: tuple[ShapeRule, ...] = ()
     registers: int = 32  # estimate used where nvcc is missing
     number: int = 0  # from the file name
     name: str = ""  # from the file name

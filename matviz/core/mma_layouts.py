@@ -29,3 +29,11 @@ def m16n8k16_b(lane: Any, slot: Any) -> tuple[Any, Any]:
     """B (16 x 8, k x n, 4 slots; two side by side, 16 x 16, 8 slots)."""
     g, t, s = lane >> 2, lane & 3, slot % 8
     return 2 * t + (s & 1) + 8 * ((s >> 1) & 1), g + 8 * (s >> 2)
+
+
+def wgmma_accumulator(lane: Any, slot: Any) -> tuple[Any, Any]:
+    """wgmma's fp32 accumulator (m64nNk16, "Register Fragments" of wgmma), per warp: warp w of
+    the warpgroup holds rows 16w .. 16w + 15, and within them each n8 column group j holds
+    m16n8k16's accumulator layout in slots 4j .. 4j + 3 (16 x N, N / 2 slots)."""
+    g, t = lane >> 2, lane & 3
+    return g + 8 * ((slot >> 1) & 1), 8 * (slot >> 2) + 2 * t + (slot & 1)

@@ -60,8 +60,9 @@ def summary_lines(trace: Trace) -> list[str]:
         lines.append(f"occupancy  {occ['blocks_per_sm']} blocks/SM, limited by {occ['limiter']}")
     floor = dram_floor_bytes(config)  # A and B read once, C written once
     terms = dram_floor_formula(config)
+    by = "TMA copies" if config.copies else "load instructions"
     lines.append(
-        f"global     {config.issued_bytes / 1e6:.1f} MB requested by load instructions; lesson "
+        f"global     {config.issued_bytes / 1e6:.1f} MB requested by {by}; lesson "
         f"formula {config.kernel.work.formula} = {config.formula_bytes / 1e6:.1f} MB; DRAM floor "
         f"{terms} = {floor / 1e6:.1f} MB"
     )
@@ -70,7 +71,12 @@ def summary_lines(trace: Trace) -> list[str]:
         lines.append(
             f"measured   {measured.get('tool', 'ncu')}: "
             f"L1 global loads {measured['l1_global_load_bytes'] / 1e6:.1f} MB, "
-            f"L2 {measured['l2_bytes'] / 1e6:.1f} MB, "
+            + (
+                f"TMA copies {measured['copy_engine_load_bytes'] / 1e6:.1f} MB, "
+                if "copy_engine_load_bytes" in measured
+                else ""
+            )
+            + f"L2 {measured['l2_bytes'] / 1e6:.1f} MB, "
             f"DRAM read {measured['dram_read_bytes'] / 1e6:.1f} MB"
         )
     sampling = m["sampling"]

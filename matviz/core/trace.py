@@ -30,7 +30,8 @@ stale    optional (level 3): ``stale[t, row, lane]``, what each lane of the prob
 fragments optional (level 3, Tensor Core kernels): ``fragments[o, lane, slot]``, the element
          (row * cols + col) of MMA operand ``o`` (the description's ``mma.fragments`` order)
          that ``slot`` of ``lane`` held when the GPU loaded tiles numbering their own elements;
-         -1 past a fragment's last slot.
+         -1 past a fragment's last slot (32 slots per lane, up to 128 for a wide
+         accumulator).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from matviz.core.config import StepLayout
+from matviz.core.kernel import MAX_FRAGMENT_SLOTS, MIN_FRAGMENT_SLOTS
 from matviz.core.manifest import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -226,8 +228,13 @@ class Trace:
             raise ValueError("probe array has the wrong dtype")
         if self.c_wrong.dtype != np.uint32 or self.c_wrong.ndim != 2:
             raise ValueError("c_wrong must be a 2-D uint32 map")
-        if self.fragments.dtype != np.int16 or self.fragments.shape[1:] != (32, 32):
-            raise ValueError("fragments must be int16 (operands, 32 lanes, 32 slots)")
+        slots = self.fragments.shape[2] if self.fragments.ndim == 3 else 0
+        if (
+            self.fragments.dtype != np.int16
+            or self.fragments.shape[1:2] != (32,)
+            or not MIN_FRAGMENT_SLOTS <= slots <= MAX_FRAGMENT_SLOTS
+        ):
+            raise ValueError("fragments must be int16 (operands, 32 lanes, 32 to 128 slots)")
         if self.fragments.size and (self.fragments.min() < -1 or self.fragments.max() >= 1 << 12):
             raise ValueError("fragments holds an element number outside a 64x64 tile")
         if self.stale.dtype != np.int8 or self.stale.ndim != 3 or self.stale.shape[2] != 32:

@@ -341,6 +341,16 @@ def _with_layouts(manifest: dict[str, Any]) -> dict[str, Any]:
     # before Tensor Core kernels: fp32 inputs, no MMA
     description.setdefault("inputs", "float32")
     description.setdefault("mma", None)
+    # before kernel 11: no TMA copies or mbarriers, plain sm_90, every MMA operand in registers
+    # and issued by one warp from warp 0 on
+    description.setdefault("copies", [])
+    description.setdefault("mbarriers", 0)
+    description.setdefault("arch", "sm_90")
+    mma = description["mma"]
+    if isinstance(mma, dict):
+        mma.setdefault("from_shared", [])
+        mma.setdefault("group_threads", 32)
+        mma.setdefault("first_warp", 0)
     return manifest
 
 

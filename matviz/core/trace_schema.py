@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from matviz.core.config import VALUE_TILES, KernelConfig, StepLayout
 from matviz.core.correctness import MAP_EDGE, READS
+from matviz.core.kernel import MAX_FRAGMENT_SLOTS
 from matviz.core.manifest import SCHEMA_VERSION
 from matviz.core.registry import get_kernel
 from matviz.core.trace import BLOCK_DTYPE, PROBE_DTYPE
@@ -164,12 +165,22 @@ class DescribedArray(_Section):
 class DescribedFragment(_Section):
     operand: Literal["A", "B", "C"]
     rows: Annotated[int, Field(strict=True, ge=1, le=64)]
-    cols: Annotated[int, Field(strict=True, ge=1, le=64)]
+    cols: Annotated[int, Field(strict=True, ge=1, le=256)]
     dtype: str
     elements: Annotated[
-        list[Annotated[list[Annotated[int, Field(ge=0, lt=4096)]], Field(max_length=32)]],
+        list[
+            Annotated[
+                list[Annotated[int, Field(ge=0, lt=4096)]], Field(max_length=MAX_FRAGMENT_SLOTS)
+            ]
+        ],
         Field(min_length=32, max_length=32),
     ]
+
+    @model_validator(mode="after")
+    def _inside_the_tile(self) -> DescribedFragment:
+        if any(e >= self.rows * self.cols for lane in self.elements for e in lane):
+            raise ValueError("a fragment element lies outside its rows x cols tile")
+        return self
 
 
 class DescribedMma(_Section):
@@ -179,6 +190,17 @@ class DescribedMma(_Section):
     warps: Annotated[list[Positive], Field(min_length=2, max_length=2)]
     warp_tile: Annotated[list[Positive], Field(min_length=2, max_length=2)]
     fragments: Annotated[list[DescribedFragment], Field(min_length=1, max_length=4)]
+    from_shared: list[Literal["A", "B"]] = []  # older files: every operand from registers
+    group_threads: Annotated[int, Field(strict=True, ge=32, le=1024)] = 32
+    first_warp: Annotated[int, Field(strict=True, ge=0, lt=32)] = 0
+
+
+class DescribedCopy(_Section):
+    name: str
+    array: str
+    rows: Positive
+    cols: Positive
+    swizzle_bytes: Literal[0, 32, 64, 128] = 0
 
 
 class Description(_Section):
@@ -189,6 +211,8 @@ class Description(_Section):
     kstep: KStep | None = None
     inputs: InputType = "float32"  # older files: fp32
     mma: DescribedMma | None = None
+    copies: list[DescribedCopy] = []  # older files: no TMA copies
+    arch: str = "sm_90"
 
 
 class Correctness(_Section):
@@ -299,7 +323,7 @@ def array_caps(typed: Manifest, layout: StepLayout) -> dict[str, int]:
         "c_wrong": MAP_EDGE * MAP_EDGE * 4,
         "stale": min(steps, VALUE_TILES) * MAX_PROBE_ROWS * 32,
         "delta_encoded": 64,
-        "fragments": 4 * 32 * 32 * 2,
+        "fragments": 4 * 32 * MAX_FRAGMENT_SLOTS * 2,
     }
     return {name: min(cap, MAX_ARRAY_BYTES) for name, cap in caps.items()}
 

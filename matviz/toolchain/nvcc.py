@@ -58,14 +58,15 @@ def compile_flags(config: KernelConfig, level: int) -> list[str]:
     return [*config.defines(level), f"-I{KERNEL_DIR}"]
 
 
-def compile_report(config: KernelConfig, level: int, arch: str = DEFAULT_ARCH) -> CompileReport:
-    """Registers, spills, stack, shared memory and barriers ptxas reports for ``config``."""
-    return _build(config, level, arch)[0]
+def compile_report(config: KernelConfig, level: int, arch: str = "") -> CompileReport:
+    """Registers, spills, stack, shared memory and barriers ptxas reports for ``config``
+    (built for ``arch``, by default the one its kernel needs)."""
+    return _build(config, level, arch or config.kernel.arch)[0]
 
 
-def ptx(config: KernelConfig, level: int, arch: str = DEFAULT_ARCH) -> str:
+def ptx(config: KernelConfig, level: int, arch: str = "") -> str:
     """The PTX nvcc generates for ``config`` (identical to ``nvcc -ptx``)."""
-    return _build(config, level, arch)[1]
+    return _build(config, level, arch or config.kernel.arch)[1]
 
 
 def inlined_source(path: Path) -> str:
@@ -181,8 +182,13 @@ def _run_nvcc(
 def cubin_command(
     nvcc: str, source: str, flags: list[str], arch: str, out: str, *extra: str
 ) -> list[str]:
-    """The nvcc command line that builds ``source`` into the cubin ``out``."""
-    return [nvcc, f"-arch={arch}", "-cubin", *extra, *flags, source, "-o", out]
+    """The nvcc command line that builds ``source`` into the cubin ``out``. An arch-specific
+    target (sm_90a) goes through -gencode: nvcc 13.0's -arch=sm_90a also runs a plain sm_90
+    pass, which rejects wgmma."""
+    target = f"-arch={arch}"
+    if arch.endswith("a"):
+        target = f"-gencode=arch=compute_{arch[3:]},code={arch}"
+    return [nvcc, target, "-cubin", *extra, *flags, source, "-o", out]
 
 
 def _first_error(log: str) -> str:

@@ -19,7 +19,6 @@ from pathlib import Path
 from matviz.core.config import KernelConfig
 from matviz.errors import MatvizError
 from matviz.toolchain.nvcc import (
-    DEFAULT_ARCH,
     NVCC_TIMEOUT_S,
     compile_flags,
     cubin_command,
@@ -47,7 +46,7 @@ def cuobjdump_path() -> str | None:
 
 
 def sass(config: KernelConfig, level: int) -> list[Instruction]:
-    """The kernel's instructions for ``DEFAULT_ARCH``, in address order."""
+    """The kernel's instructions for the GPU target it needs, in address order."""
     nvcc, cuobjdump = nvcc_path(), cuobjdump_path()
     if nvcc is None or cuobjdump is None:
         raise MatvizError(
@@ -57,7 +56,7 @@ def sass(config: KernelConfig, level: int) -> list[Instruction]:
     with tempfile.TemporaryDirectory(prefix="matviz-sass-") as tmp:
         cubin = str(Path(tmp) / "kernel.cubin")
         flags = compile_flags(config, level)
-        _run(cubin_command(nvcc, str(config.kernel.source), flags, DEFAULT_ARCH, cubin))
+        _run(cubin_command(nvcc, str(config.kernel.source), flags, config.kernel.arch, cubin))
         # cuobjdump runs nvdisasm, which the wheels install next to it
         path = f"{Path(cuobjdump).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         listing = _run([cuobjdump, "-sass", cubin], {**os.environ, "PATH": path})

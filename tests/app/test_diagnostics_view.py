@@ -126,13 +126,25 @@ def test_a_trace_without_waits_says_how_to_get_them(panel):
     assert "record at level 3" in view.placeholder.text()
 
 
+def test_a_kernel_that_waits_on_mbarriers_says_it_has_no_barrier_waits(panel):
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    session, view = panel
+    session.set_trace(load_trace(TRACE_DIR / "wgmma_tma_bm128_bn256_bk64_s4_bf1_1024.mvz"))
+    assert view.stack.currentIndex() == 0 and view.waits is None  # level 3, but no barrier
+    assert "pass no block-wide barrier" in view.placeholder.text()
+    assert "record at level 3" not in view.placeholder.text()
+
+
 def fields(text: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
 
 
 def test_every_diagnostics_string_has_a_chinese_translation():
     table = json.loads((I18N_DIR / "zh_CN_diagnostics.json").read_text(encoding="utf-8"))
-    texts = [dv.TITLE, dv.TITLE_SLOWER, dv.MEANING, dv.NO_WAITS, "Barrier waits (level-3 run)"]
+    texts = [dv.TITLE, dv.TITLE_SLOWER, dv.MEANING, dv.NO_WAITS, dv.NO_BARRIERS,
+             "Barrier waits (level-3 run)"]  # fmt: skip
     source = open(dv.__file__, encoding="utf-8").read()
     texts += re.findall(r'tr\(\s*"([^"]+)"\s*\)', source)
     texts.remove("No trace loaded")  # every view's placeholder, in zh_CN_views.json

@@ -97,6 +97,30 @@ def test_placeholder_without_trace_and_for_a_cuda_core_kernel(qtbot, view):
     assert view.stack.currentIndex() == 1
 
 
+# -- wgmma: C alone, the warpgroup's rows, the producer warps -----------------------------------
+def test_a_wgmma_recording_shows_its_measured_accumulators_and_who_holds_none(qtbot, view):
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    trace = load_trace(TRACE_DIR / "wgmma_tma_bm128_bn256_bk64_s4_bf1_1024.mvz")
+    show(qtbot, view, trace)
+    assert [op.name for op in view.operands] == ["C"] and view.measured
+    c = view.operands[0]
+    assert (c.rows, c.cols) == (16, 256) and (c.holders == 1).all()
+    assert view.panels[0].plot.isVisible() and not view.panels[1].plot.isVisible()
+    assert view.canvas.ci.layout.columnStretchFactor(1) == 0  # C takes the whole width
+    assert view.warp_box.value() == 4  # the first warp that holds accumulators
+    text = plain_text(view.summary.text())
+    assert "A, B: the Tensor Cores read them straight from shared memory" in text
+    assert "warp 4 (warp 0 of its warpgroup of 4) owns C rows 0–15, columns 0–255" in text
+    view.warp_box.setValue(7)
+    assert "warp 7 (warp 3 of its warpgroup of 4) owns C rows 48–63" in plain_text(
+        view.summary.text()
+    )
+    view.warp_box.setValue(1)
+    assert "Warp 1 issues no MMA: warps 0–3 copy the tiles" in plain_text(view.summary.text())
+
+
 # -- the three grids -----------------------------------------------------------------------------
 def test_each_element_is_owned_by_the_lane_the_description_names(qtbot, view):
     trace = simulate()

@@ -460,6 +460,30 @@ def test_throughput_gains_a_point_per_run(views, session):
     assert view.playhead.value() == pytest.approx(mid(trace) / 1000)
 
 
+def test_views_show_a_kernel_whose_shared_memory_no_lane_touches(views, session):
+    """Kernel 11: TMA writes the tiles, wgmma reads them; the views say so and fill the tiles
+    from the copies, on the bundled H200 recording."""
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    trace = load_trace(TRACE_DIR / "wgmma_tma_bm128_bn256_bk64_s4_bf1_1024.mvz")
+    session.set_trace(trace)
+    session.select_block(trace.block_index(1, 2))
+    session.set_playhead(mid(trace))
+    banks = views[BanksView].placeholder.text()
+    assert views[BanksView].stack.currentIndex() == 0
+    assert "No lane of the wgmma_tma kernel reads or writes shared memory" in banks
+    assert "uses no shared memory" not in banks
+    tiles = views[TilesView]
+    assert tiles.no_smem.isHidden() and set(tiles.cells) == {"As", "Bs"}
+    assert tiles.thread == 128  # a consumer's first thread: warp 4
+    k = tiles.ktile
+    slot = k % trace.config.p.STAGES
+    held = tiles.cells["As"]
+    assert held.text(slot * 128, 0) == f"A[256,{64 * k}]"  # block row 2, this k-step's slot
+    assert held.written.sum() == 128 * 64
+
+
 # -- robustness, language --------------------------------------------------------------------
 def test_views_survive_a_naive_trace(views, session):
     session.set_trace(sim())

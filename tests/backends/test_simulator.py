@@ -778,6 +778,10 @@ def test_sim_fit_compares_and_fits_recordings(tmp_path, capsys):
     fitted = load_device(device_file)
     assert fitted["model"]["fit"]["names"] == names
     assert all(abs(r["error_pct"]) < 2 for r in sim_fit.compare(cases, fitted))
+    # a fit of two constants keeps the others' earlier fit on record, with its date
+    shipped = load_device("h200")["model"]["fit"]
+    earlier = fitted["model"]["fit"]["earlier"]
+    assert earlier[-1]["names"] == shipped["names"] and earlier[-1]["date"] == shipped["date"]
 
 
 def test_a_column_major_b_costs_the_naive_kernel_its_extra_sectors():

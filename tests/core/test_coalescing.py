@@ -80,11 +80,13 @@ def test_model_matches_ncu_on_the_h200():
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) == 8 and cells[0][:2].isdigit():
-            measured[cells[0]] = (float(cells[2]), float(cells[5]))
+            # "–": ncu counted no load requests (TMA copies issue none)
+            load = float("nan") if cells[2] == "–" else float(cells[2])
+            measured[cells[0]] = (load, float(cells[5]))
     tags = {tag: (k, p) for tag, k, p in configurations()}
     assert set(measured) == set(tags)  # every configuration measured, none stale
     for tag, (load, store) in measured.items():
         kernel, params = tags[tag]
         config = kernel.configure(params, 1024, 1024, 1024)
-        assert co.sectors_per_request(config) == pytest.approx(load, rel=0.05), tag
+        assert co.sectors_per_request(config) == pytest.approx(load, rel=0.05, nan_ok=True), tag
         assert co.sectors_per_request(config, "store") == pytest.approx(store, rel=0.05), tag

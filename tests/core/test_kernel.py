@@ -143,7 +143,13 @@ def test_every_allowed_configuration_fits_the_default_limits() -> None:
     for spec in CATALOG.values():
         assert spec.configurations()
         for params in spec.configurations():
-            spec.configure(params, 100, 100, 100)
+            spec.configure(params, 100, 100, 104)  # K: a multiple of 8 (kernel 11's TMA rows)
+
+
+def test_a_shape_the_kernel_cannot_run_is_one_line() -> None:
+    with pytest.raises(MatvizError, match=r"^kernel wgmma_tma: K=333 is not a multiple of 8"):
+        get_kernel("wgmma_tma").configure({}, 1000, 777, 333)
+    get_kernel("wgmma_tma").configure({}, 1000, 777, 336)  # odd M and N are fine
 
 
 # -- geometry ----------------------------------------------------------------------------------
@@ -223,7 +229,7 @@ def test_source_header_names_the_seed_sections(name: str) -> None:
 def test_source_defines_the_entry_point(name: str) -> None:
     spec = get_kernel(name)
     text = spec.source.read_text()
-    bounds = r"(MV_LAUNCH_BOUNDS(_MIN)?\([^)]*\) )?"
+    bounds = r"((MV_LAUNCH_BOUNDS(_MIN)?|__launch_bounds__)\([^)]*\) )?"
     assert re.search(rf'extern "C" __global__ void {bounds}{spec.entry_point}\(', text)
 
 

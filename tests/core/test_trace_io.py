@@ -253,7 +253,8 @@ def test_old_recordings_load_and_survive_a_round_trip(path, tmp_path):
         # keys of later descriptions added (a parameter's layout role, an array's swizzle)
         stored = stored_manifest["description"]
         added = {"params": "layout", "shared": "swizzle"}
-        later = {"inputs": "float32", "mma": None}  # before Tensor Core kernels: fp32, no MMA
+        # before Tensor Core kernels: fp32, no MMA; before kernel 11: no TMA copies, sm_90
+        later = {"inputs": "float32", "mma": None, "copies": [], "mbarriers": 0, "arch": "sm_90"}
         assert {k: v for k, v in described.items() if k not in added | later} == {
             k: v for k, v in stored.items() if k not in added | later
         }

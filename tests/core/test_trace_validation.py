@@ -363,6 +363,12 @@ def test_wrong_types_in_every_manifest_field(saved, tmp_path, key):
         (("description", "inputs"), "float64", "description.inputs"),
         (("description", "mma"), "wmma", "description.mma"),
         (("description", "mma"), {"instruction": "x"}, "description.mma"),
+        (("description", "copies"), "tma", "description.copies"),
+        (("description", "copies"), [{"name": "x", "array": "As", "rows": "many", "cols": 64}],
+         "description.copies.0.rows"),
+        (("description", "copies"), [{"name": "x", "array": "As", "rows": 8, "cols": 64,
+                                      "swizzle_bytes": 100}], "description.copies.0.swizzle_bytes"),
+        (("description", "arch"), 90, "description.arch"),
         (("dtype",), "int8", "manifest field 'dtype'"),
     ],
 )
@@ -535,6 +541,14 @@ MMA = {
         ({**MMA, "fragments": [{**MMA["fragments"][0], "operand": "D"}]}, "operand"),
         ({**MMA, "shape": [16, 16]}, "shape"),
         ({**MMA, "fragments": []}, "fragments"),
+        # an element inside 64 x 64 but outside the fragment's own 4 x 4 tile
+        ({**MMA, "fragments": [{**MMA["fragments"][0], "rows": 4, "cols": 4}]}, "outside"),
+        ({**MMA, "fragments": [{**MMA["fragments"][0], "cols": 512}]}, "cols"),
+        ({**MMA, "from_shared": ["C"]}, "from_shared"),
+        ({**MMA, "from_shared": "AB"}, "from_shared"),
+        ({**MMA, "group_threads": 0}, "group_threads"),
+        ({**MMA, "first_warp": -1}, "first_warp"),
+        ({**MMA, "first_warp": "4"}, "first_warp"),
     ],
 )
 def test_a_malformed_mma_section_is_one_line(saved, tmp_path, mma, needle):
@@ -552,8 +566,10 @@ def test_a_malformed_mma_section_is_one_line(saved, tmp_path, mma, needle):
         np.full((3, 32, 32), 5000, np.int16),  # an element past a 64 x 64 tile
         np.full((3, 32, 32), -7, np.int16),
         np.zeros((2, 32), np.int16),
+        np.zeros((1, 32, 129), np.int16),  # more slots than a wgmma n256 accumulator
+        np.zeros((1, 32, 16), np.int16),  # fewer than the format's 32
     ],
-    ids=["int32", "31 lanes", "past the tile", "negative", "2-d"],
+    ids=["int32", "31 lanes", "past the tile", "negative", "2-d", "129 slots", "16 slots"],
 )
 def test_a_malformed_fragment_map_is_one_line(saved, tmp_path, array):
     files = members(saved)

@@ -600,6 +600,23 @@ class BanksView(Retranslating, QWidget):
         trace = self.session.trace
         if trace is None:
             self.placeholder.setText(tr("No trace loaded"))
+        elif not self.has_probe() and trace.config.uses_shared:
+            # shared memory that no lane addresses: the copy engine writes it, wgmma reads it
+            config = trace.config
+            swizzled = [a.name for a in config.shared if a.swizzle_text]
+            self.placeholder.setText(
+                tr(
+                    "No lane of the {kernel} kernel reads or writes shared memory: the copy "
+                    "engine (TMA) writes its tiles ({arrays}) and the Tensor Cores read them "
+                    "through matrix descriptors, so there are no warp accesses whose banks to "
+                    "show. The swizzle ({swizzled}) places each row's 16-byte chunks for those "
+                    "reads, as padding does for lane loads; the Tiles view shows where they lie."
+                ).format(
+                    kernel=trace.kernel,
+                    arrays=", ".join(a.name for a in config.shared),
+                    swizzled=", ".join(swizzled) or "–",
+                )
+            )
         elif not self.has_probe():
             self.placeholder.setText(
                 tr(

@@ -36,6 +36,11 @@ MEANING = (
 NO_WAITS = (
     "This trace has no per-warp barrier waits: record at level 3 to measure them in a separate run."
 )
+NO_BARRIERS = (
+    "This kernel's k-steps pass no block-wide barrier: its warps wait on mbarriers instead (the "
+    "block's strip under the SM lanes shows how long its consumers waited for each k-step's "
+    "tiles), so there are no barrier waits to show."
+)
 
 
 def barrier_colour(waits: BarrierWaits, i: int) -> tuple[int, int, int]:
@@ -92,7 +97,12 @@ class DiagnosticsView(Retranslating, QWidget):
     # -- session -> view ---------------------------------------------------------------------
     def has_waits(self) -> bool:
         trace = self.session.trace
-        return trace is not None and len(trace.warp_blocks) > 0 and trace.n_tiles > 0
+        return (
+            trace is not None
+            and len(trace.warp_blocks) > 0
+            and trace.n_tiles > 0
+            and trace.layout.n_barriers > 0
+        )
 
     def refresh(self) -> None:
         trace = self.session.trace
@@ -227,7 +237,12 @@ class DiagnosticsView(Retranslating, QWidget):
 
     def retranslate(self) -> None:
         trace = self.session.trace
-        self.placeholder.setText(tr("No trace loaded") if trace is None else tr(NO_WAITS))
+        if trace is None:
+            self.placeholder.setText(tr("No trace loaded"))
+        elif trace.n_tiles and not trace.layout.n_barriers:
+            self.placeholder.setText(tr(NO_BARRIERS))
+        else:
+            self.placeholder.setText(tr(NO_WAITS))
         self.ktile_label.setText(tr("k-tile t ="))
         self.follow.setText(tr("follow the playhead"))
         self.meaning.setText(tr(MEANING))

@@ -45,6 +45,7 @@ NONE_COLOR = (235, 235, 235)
 SELECTED_COLOR = (20, 20, 20)
 WRONG_COLOR = (214, 39, 40)  # a measured entry that differs from the description
 WRONG_SHOWN = 6  # differences listed by name; the rest are counted
+UNBOUNDED = 16_777_215.0  # a graphics item's default maximum size (QWIDGETSIZE_MAX)
 TICK_POINTS = 7.5  # small axis numbers: the cells, not the axes, need the room
 
 
@@ -266,8 +267,15 @@ class FragmentsView(Retranslating, QWidget):
             self.warp_box.blockSignals(True)
             self.warp_box.setRange(0, max(trace.config.warps - 1, 0))
             self.warp_box.blockSignals(False)
+            first = int(self.mma.get("first_warp", 0)) if self.mma else 0
+            if self.warp_box.value() < first:  # show a warp that holds accumulators
+                self.warp_box.setValue(first)
             for i, panel in enumerate(self.panels):
-                if i < len(self.operands):
+                shown = i < len(self.operands)
+                # hidden panels give their room to the others (wgmma: C alone, 16 x N)
+                self.canvas.ci.layout.setColumnStretchFactor(i, 1 if shown else 0)
+                panel.plot.setMaximumWidth(UNBOUNDED if shown else 0)
+                if shown:
                     panel.plot.setVisible(True)
                     panel.show(self.operands[i])
                 else:
@@ -420,10 +428,39 @@ class FragmentsView(Retranslating, QWidget):
                 types=", ".join(f"{op.name} {op.dtype}" for op in self.operands),
             ),
         ]  # fmt: skip
+        shared = [str(op) for op in mma.get("from_shared", [])]
+        if shared:
+            lines.append(
+                tr("{operands}: the Tensor Cores read them straight from shared memory through "
+                   "matrix descriptors, so no lane holds them; only C's accumulators are in "
+                   "registers.").format(operands=", ".join(shared))
+            )  # fmt: skip
         warps_m, warps_n = (int(x) for x in mma["warps"])
         wt_m, wt_n = (int(x) for x in mma["warp_tile"])
         warp = int(self.warp_box.value())
-        r0, c0 = (warp // warps_n) * wt_m, (warp % warps_n) * wt_n
+        first = int(mma.get("first_warp", 0))
+        if warp < first:
+            lines.append(
+                tr("Warp {warp} issues no MMA: warps 0–{last} copy the tiles (the producer) and "
+                   "hold no accumulators.").format(warp=warp, last=first - 1)
+            )
+            self.summary.setText("<br>".join(lines))
+            return
+        r0, c0 = ((warp - first) // warps_n) * wt_m, ((warp - first) % warps_n) * wt_n
+        group = int(mma.get("group_threads", 32)) // 32  # warps that issue one MMA together
+        if group > 1:
+            lines.append(
+                tr("In block {block}, warp {warp} (warp {index} of its warpgroup of {group}) "
+                   "owns C rows {r0}–{r1}, columns {c0}–{c1} of the block's {rows} × {cols} "
+                   "tile: its {wm}-row share of the warpgroup's {m} × {n} accumulator, laid out "
+                   "as drawn.").format(
+                    block=self.session.selected_block, warp=warp, index=(warp - first) % group,
+                    group=group, r0=r0, r1=r0 + wt_m - 1, c0=c0, c1=c0 + wt_n - 1,
+                    rows=warps_m * wt_m, cols=warps_n * wt_n, wm=wt_m, m=m, n=n,
+                )
+            )  # fmt: skip
+            self.summary.setText("<br>".join(lines))
+            return
         lines.append(
             tr("In block {block}, warp {warp} owns C rows {r0}–{r1}, columns {c0}–{c1} of the "
                "block's {rows} × {cols} tile: {fm} × {fn} fragments of {m} × {n}, each laid out "

@@ -1,8 +1,10 @@
-"""Which global element every cell of a kernel's shared arrays holds, from its store sites.
+"""Which global element every cell of a kernel's shared arrays holds, from its store sites and
+its TMA copies.
 
 A store site of the description says, per lane, which shared cell it writes (``Site.at``) and
 which element of A or B it copies (``Site.source``); running every store over every warp of the
-block and inverting lane -> cell gives the content of each array at one k-step. Nothing here
+block and inverting lane -> cell gives the content of each array at one k-step; a copy's box
+says the same of every cell it writes (``BulkCopy.at``), through the array's swizzle. Nothing here
 knows a kernel: a transposed store, a float4 store or a third array come out of the description.
 """
 
@@ -35,11 +37,23 @@ class HeldCells:
 
     def text(self, r: int, c: int) -> str:
         """'A[3,17]', '0' (outside the matrix) or '' (padding, never written)."""
-        if not self.written[r, c]:
+        if self.row[r, c] < 0:  # one cell: not the whole ``written`` array per call
             return ""
         if not self.inside[r, c]:
             return "0"
         return f"{self.array.source}[{self.row[r, c]},{self.col[r, c]}]"
+
+    def texts(self) -> list[list[str]]:
+        """Every cell's text, row by row (one pass over the arrays)."""
+        row, col = self.row.tolist(), self.col.tolist()
+        inside, name = self.inside.tolist(), self.array.source
+        def one(g: int, h: int, ok: bool) -> str:
+            return "" if g < 0 else f"{name}[{g},{h}]" if ok else "0"
+
+        return [
+            [one(g, h, ok) for g, h, ok in zip(gr, hr, ir, strict=True)]
+            for gr, hr, ir in zip(row, col, inside, strict=True)
+        ]
 
 
 def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str, HeldCells]:
@@ -70,6 +84,18 @@ def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str
                     col_of[r, c] = gcol[live] + j
                     inside_of[r, c] = (grow[live] < n_rows) & (gcol[live] + j < n_cols)
                     warp_of[r, c] = warp
+    for rc in config.copies:  # boxes the copy engine writes, asked for by warp 0's thread 0
+        arr = config.array(rc.copy.array)
+        row_of, col_of, inside_of, warp_of = grids[arr.name]
+        n_rows, n_cols = config.matrix_shape(arr.source)
+        r, c = np.meshgrid(np.arange(rc.rows), np.arange(rc.cols), indexing="ij")
+        grow, gcol = rc.copy.at(block[0], block[1], t, r, c, config.p)
+        row = rc.copy.first_row(t, config.p) + r
+        col = arr.stored_col(row, c)
+        row_of[row, col] = grow
+        col_of[row, col] = gcol
+        inside_of[row, col] = (grow < n_rows) & (gcol < n_cols)
+        warp_of[row, col] = 0
     return {
         name: HeldCells(config.array(name), row, col, inside, warp)
         for name, (row, col, inside, warp) in grids.items()

@@ -222,7 +222,9 @@ class TilesView(Retranslating, QWidget):
             self._shared_panels()
             self.thread_box.blockSignals(True)
             self.thread_box.setRange(0, self.config.threads - 1)
-            self.thread = min(self.thread, self.config.threads - 1)
+            # start on a thread that computes C (not a producer warp's)
+            first = 32 * self.config.mma.first_warp if self.config.mma else 0
+            self.thread = min(max(self.thread, first), self.config.threads - 1)
             self.thread_box.setValue(self.thread)
             self.thread_box.blockSignals(False)
             for widget in (self.thread_label, self.thread_box):
@@ -360,8 +362,7 @@ class TilesView(Retranslating, QWidget):
             self.cells = held_cells(config, block, t)
             self.smem_texts = {}
             for name, cells in self.cells.items():
-                rows, stride = cells.row.shape
-                texts = [[cells.text(r, c) for c in range(stride)] for r in range(rows)]
+                texts = cells.texts()
                 self.smem_texts[name] = texts
                 self.labels[name].set_texts(texts)
         reads_key = (block, t, self.thread)
@@ -621,12 +622,14 @@ class TilesView(Retranslating, QWidget):
         rows, cols = config.launch.c_tile
         parts = c_tile.pieces(self.owner, self.thread)
         shape = f"{parts[0][2]}×{parts[0][3]}" if parts else "-"
-        if len(parts) > 1:
+        if not parts:  # a producer thread: it copies, it computes none of C
+            title = tr("its C tile ({rows}×{cols}): thread {tid} computes none of it")
+        elif len(parts) > 1:
             title = tr("its C tile ({rows}×{cols}): {n} × {per} per thread")
         else:
             title = tr("its C tile ({rows}×{cols}): {per} per thread")
         self.panels[TILE].setTitle(
-            title.format(rows=rows, cols=cols, per=shape, n=len(parts)),
+            title.format(rows=rows, cols=cols, per=shape, n=len(parts), tid=self.thread),
             color=palette.hexcolor(palette.FOREGROUND),
         )
         self._wrap_timer.start()  # setTitle sized each title to one line again
