@@ -67,6 +67,7 @@ class Recorder:
         self.request = request
         self.device = device_info()
         self.config: KernelConfig = request.config().check(self.device["smem_per_block"])
+        _check_arch(self.config.kernel.arch, self.device)
         self.M, self.N, self.K = self.config.M, self.config.N, self.config.K
         request.check_probe(self.config)
 
@@ -426,6 +427,21 @@ class Recorder:
         occ = occupancy_dict(self.config, self.device, registers, register_source="compiled")
         occ["driver_blocks_per_sm"] = driver_blocks_per_sm(kernel, self.config.threads)
         return occ
+
+
+def _check_arch(arch: str, device: dict) -> None:
+    """One line where this GPU cannot run the kernel's target: ``sm_XY`` needs compute
+    capability X.Y or later, an arch-specific ``sm_XYa`` (wgmma, setmaxnreg) exactly X.Y."""
+    digits = arch.removeprefix("sm_").rstrip("a")
+    need = (int(digits[:-1]), int(digits[-1]))
+    have = tuple(int(x) for x in str(device.get("compute_capability", "0.0")).split("."))
+    if (have != need) if arch.endswith("a") else (have < need):
+        which = "exactly" if arch.endswith("a") else "at least"
+        raise MatvizError(
+            f"this kernel is built for {arch}: it needs a GPU of compute capability {which} "
+            f"{need[0]}.{need[1]} (this {device.get('name', 'GPU')} is "
+            f"{device.get('compute_capability')})"
+        )
 
 
 def record(request: RunRequest) -> Trace:

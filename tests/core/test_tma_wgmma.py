@@ -219,3 +219,17 @@ def test_every_cells_text_comes_out_of_one_pass(kernel, shape):
         texts = held.texts()
         assert texts == [[held.text(r, c) for c in range(cols)] for r in range(rows)]
         assert {"", "0"} & {t for line in texts for t in line}  # an edge block: padding or 0s
+
+
+def test_a_gpu_that_cannot_run_the_target_is_one_line():
+    from matviz.backends.cupy_recorder import _check_arch
+
+    h200 = {"name": "NVIDIA H200", "compute_capability": "9.0"}
+    _check_arch("sm_90a", h200)
+    _check_arch("sm_90", h200)
+    _check_arch("sm_90", {**h200, "compute_capability": "12.0"})  # later GPUs run plain sm_90
+    for cc in ("8.0", "10.0", "12.0"):  # wgmma and setmaxnreg exist on 9.0 alone
+        with pytest.raises(MatvizError, match=rf"exactly 9.0 \(this NVIDIA H200 is {cc}\)"):
+            _check_arch("sm_90a", {**h200, "compute_capability": cc})
+    with pytest.raises(MatvizError, match="at least 9.0"):
+        _check_arch("sm_90", {**h200, "compute_capability": "8.9"})

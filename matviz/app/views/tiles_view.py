@@ -581,7 +581,13 @@ class TilesView(Retranslating, QWidget):
         if config.uses_shared:
             legend += [
                 "",
-                palette.swatch(PAD_GREY, tr("padding word (never read)")),
+                palette.swatch(
+                    PAD_GREY,
+                    # a ring of slots: the other slots hold the other k-steps in flight
+                    tr("padding, or a slot of another k-step in flight")
+                    if config.layout.in_flight > 1
+                    else tr("padding word (never read)"),
+                ),
                 palette.swatch(ZERO, tr("'0': outside the matrix")),
                 "",
             ]
