@@ -35,14 +35,19 @@
 #endif
 #include "wgmma.cuh"
 
+#ifndef BM
 #define BM 128
-#define BK 64            // one 128-byte swizzle row of 16-bit elements
-#define CONSUMERS 2      // warpgroups that multiply, 64 rows of the tile each
+#endif
+#ifndef BK
+#define BK 64  // one 128-byte swizzle row of 16-bit elements
+#endif
+#define CONSUMERS (BM / 64)  // warpgroups that multiply, 64 rows of the tile each
 #define THREADS (128 * (CONSUMERS + 1))
 #define ACC (BN / 2)     // fp32 accumulators a consumer thread holds (64 x BN over 128 threads)
 #define STEP_BYTES ((BM + BN) * BK * 2)
 
 static_assert(BN == 128 || BN == 256, "one wgmma m64nBNk16 covers the tile's columns");
+static_assert(BM == 128 && BK == 64, "two consumer warpgroups; rows of one 128-byte swizzle");
 static_assert(STAGES >= 2 && STAGES <= 17, "2 to 17 stages (trace.cuh's channels)");
 
 typedef unsigned short elem;  // an fp16 or bf16 element, moved as its bits

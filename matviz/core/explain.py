@@ -114,7 +114,6 @@ def _mma_fill(config: KernelConfig) -> dict[str, Any]:
         "groups": groups,
         "group_threads": mma.group_threads,
         "group_rows": mma.warp_tile[0] * mma.group_threads // 32,
-        "last_idle": mma.first_warp - 1,
         "mmas": per_group,
         "instruction": mma.instruction,
         "sass": mma.sass,
@@ -285,6 +284,9 @@ def explain(
             after = txt.IN_PHASE_BARRIER
         elif phase.phase.state == "computing" and config.mma and config.mma.from_shared:
             text = tr(txt.COMPUTING_MMA_SHARED).format(**base, **smem, **_mma_fill(config))
+            if config.mma.first_warp:  # warps that only copy
+                last = {"last_idle": config.mma.first_warp - 1}
+                text = _join(text, tr(txt.PRODUCER_IDLE).format(**last))
             after = txt.COMPUTING_BARRIER
         elif phase.phase.state == "loading" and staged:
             fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}

@@ -68,9 +68,9 @@ COMPUTING_MMA_SHARED = (
     "the Tensor Cores: each of its {groups} consumer warpgroups ({group_threads} threads) issues "
     "{mmas} × {instruction} ({sass}), {fmas} multiply-adds each, reading {arrays} straight from "
     "shared memory through matrix descriptors (no lane loads them), into the fp32 sums of its "
-    "{group_rows} × {warp_cols} tile held in registers. Warps 0-{last_idle} multiply nothing: "
-    "they are the producer."
+    "{group_rows} × {warp_cols} tile held in registers."
 )
+PRODUCER_IDLE = "Warps 0-{last_idle} multiply nothing: they are the producer."
 COMPUTING_BARRIER = (
     "The {which} {barrier} at its end stops anyone overwriting the tiles while another warp "
     "still reads them."
