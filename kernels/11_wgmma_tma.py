@@ -101,7 +101,9 @@ KERNEL = Kernel(
     sections="lesson 8 §20-25",
     # Default: the fastest of a prototype's configurations on the H200 (4096^3 bf16: BN 256 S4
     # 708 TFLOP/s, 90.6% of cuBLAS bf16 in the same run; S3 707, BN 128 S5 643; 8192^3 BN 256 S4
-    # 675-699, 97.9% of cuBLAS 689)
+    # 675-699, 97.9% of cuBLAS 689). As built (matviz.bench.kernels, 4096^3): S4 697.9, S3
+    # 700.0 TFLOP/s, 90.6% and 91.1% of cuBLAS bf16 in the same run. Keeping one wgmma group in
+    # flight (wait_group 1, each slot freed a step later) measured 576-676 against 694-695.
     params=(
         Param("BM", (128,), 128, "BM", "BM", "rows of C per block (64 per consumer warpgroup)"),
         Param("BN", (128, 256), 256, "BN", "BN", "columns of C per block: one wgmma m64nBNk16"),
