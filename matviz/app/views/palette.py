@@ -252,23 +252,27 @@ class CellLabels(pg.GraphicsObject):
         super().__init__()
         self.texts: list[list[str]] = []
         self.font = QFont()
+        # measured once per set_texts: Qt asks for the bounds and paints far more often, and a
+        # shared array of kernel 11 has 98,304 cells
+        self._cols = 0
+        self._longest = 1
 
     def set_texts(self, texts: list[list[str]]) -> None:
         self.prepareGeometryChange()
         self.texts = texts
+        self._cols = max((len(r) for r in texts), default=0)
+        self._longest = max((len(t) for row in texts for t in row), default=0) or 1
         self.update()
 
     def boundingRect(self) -> QRectF:  # noqa: N802
-        cols = max((len(r) for r in self.texts), default=0)
-        return QRectF(0, 0, cols, len(self.texts))
+        return QRectF(0, 0, self._cols, len(self.texts))
 
     @pg.debug.warnOnException  # an exception here must fail an export, not kill PySide
     def paint(self, p, *args) -> None:
         if not self.texts:
             return
         cell = p.transform().mapRect(QRectF(0, 0, 1, 1))
-        longest = max(len(t) for row in self.texts for t in row) or 1
-        size = min(cell.height() * 0.72, cell.width() / (0.62 * longest))
+        size = min(cell.height() * 0.72, cell.width() / (0.62 * self._longest))
         if size < 6.5:  # unreadable: leave it to the tooltip
             return
         self.font.setPixelSize(int(size))
