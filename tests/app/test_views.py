@@ -1002,3 +1002,28 @@ def test_the_tiles_view_keeps_its_panels_inside(qtbot, session, kernel, width):
     qtbot.waitUntil(lambda: not view._wrap_timer.isActive())
     needed = view.canvas.ci.effectiveSizeHint(Qt.MinimumSize).width()
     assert needed <= view.canvas.width(), (needed, view.canvas.width())
+
+
+def test_a_ring_of_slots_shows_every_k_step_in_flight(views, session):
+    """Kernel 11 at k-step t: its slot holds step t, the other three slots t + 1 .. t + 3, the
+    copies issued ahead (a pale tint); one k-step at a time (tiled) has no ring."""
+    from matviz.app.views import tiles_view as tv
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    trace = load_trace(TRACE_DIR / "wgmma_tma_bm128_bn256_bk64_s4_bf1_1024.mvz")
+    session.set_trace(trace)
+    session.select_block(trace.block_index(1, 2))
+    session.set_playhead(mid(trace))
+    tiles = views[TilesView]
+    t, stages = tiles.ktile, trace.config.p.STAGES
+    assert 0 < t < trace.n_tiles - stages
+    codes = tiles.cell_codes("As")
+    for u in range(t, t + stages):
+        first = u % stages * 128
+        want = f"A[256,{64 * u}]"
+        assert tiles.smem_texts["As"][first][0] == want == tiles.element("As", first, 0)
+        assert (codes[first] == tv.RING_CODE).all() == (u != t)
+    assert "a slot of another k-tile in flight" in tiles.describe("As", (t + 1) % stages * 128, 0)
+    session.set_trace(sim())
+    assert views[TilesView].ring == {}

@@ -43,6 +43,15 @@ class HeldCells:
             return "0"
         return f"{self.array.source}[{self.row[r, c]},{self.col[r, c]}]"
 
+    def over(self, other: HeldCells) -> HeldCells:
+        """These cells where they are written, ``other``'s elsewhere (the same array)."""
+        mine = self.written
+        parts = (self.row, self.col, self.inside, self.warp)
+        theirs = (other.row, other.col, other.inside, other.warp)
+        return HeldCells(
+            self.array, *(np.where(mine, a, b) for a, b in zip(parts, theirs, strict=True))
+        )
+
     def texts(self) -> list[list[str]]:
         """Every cell's text, row by row (one pass over the arrays)."""
         row, col = self.row.tolist(), self.col.tolist()
@@ -100,6 +109,22 @@ def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str
         name: HeldCells(config.array(name), row, col, inside, warp)
         for name, (row, col, inside, warp) in grids.items()
     }
+
+
+def in_flight_cells(
+    config: KernelConfig, block: tuple[int, int], t: int, held=held_cells
+) -> dict[str, HeldCells]:
+    """What the k-steps in flight beside ``t`` (t + 1 .. t + in_flight - 1: copies issued ahead
+    into the other slots of a ring) hold in their slots; empty for one k-step at a time.
+    ``held(config, block, u)``: :func:`held_cells`, or a cache of it."""
+    ahead = range(t + 1, min(t + config.layout.in_flight, config.n_steps))
+    if not ahead:
+        return {}
+    out: dict[str, HeldCells] = {}
+    for u in ahead:
+        for name, cells in held(config, block, u).items():
+            out[name] = out[name].over(cells) if name in out else cells
+    return out
 
 
 def axis_map(cells: HeldCells, axis: int) -> tuple[int, int] | None:

@@ -42,6 +42,7 @@ from matviz.app.views.shared_cells import (
     ThreadReads,
     axis_map,
     held_cells,
+    in_flight_cells,
     load_phases,
     store_phases,
     thread_of_element,
@@ -58,10 +59,12 @@ ZERO, PAD_GREY = (255, 248, 215), (190, 190, 190)
 NOT_YET = (252, 252, 252)  # a cell no warp has stored yet in this load phase
 LATEST = {"A": (120, 165, 225), "B": (125, 200, 140)}  # cells the last warp shown just stored
 READ, READ_NOW = (255, 205, 130), (230, 90, 0)  # the selected thread's reads: this step, now
+RING = {"A": (236, 242, 250), "B": (236, 248, 238)}  # slots of the other k-steps in flight
 # image codes of a shared array's cells
-FILLED, ZERO_CODE, PAD_CODE, EMPTY_CODE, LATEST_CODE, READ_CODE, NOW_CODE = range(7)
+FILLED, ZERO_CODE, PAD_CODE, EMPTY_CODE, LATEST_CODE, READ_CODE, NOW_CODE, RING_CODE = range(8)
 MATRICES = {"B": (0, 1), "A": (1, 0), "C": (1, 1)}  # grid positions; shared arrays in column 2
 TILE = "tile"  # the block's C tile, element by element, at (0, 0)
+HELD_CACHE = 8  # k-steps whose shared cells the view keeps (a ring of up to 5 slots and more)
 COLUMN_STRETCH = (2, 2, 4)  # the canvas's columns: C tile and A; B and C; the shared arrays
 TILE_MARGIN = 16  # px of a column beside its plot's title
 WARP_TINTS = ((225, 232, 244), (244, 232, 214))  # alternate warps of the C tile
@@ -76,7 +79,10 @@ class TilesView(Retranslating, QWidget):
         self.ktile = -1  # k-step drawn (at the playhead), -1 = none
         self._drawn: tuple[int, int] | None = None
         self.state = BlockState.WAITING
-        self.cells: dict[str, HeldCells] = {}  # the shared arrays' content as drawn
+        self.cells: dict[str, HeldCells] = {}  # the shared arrays' content at this k-step
+        # a ring of slots (in_flight > 1): what the other k-steps in flight put in theirs
+        self.ring: dict[str, HeldCells] = {}
+        self._held_cache: dict[tuple[tuple[int, int], int], dict[str, HeldCells]] = {}
         self.smem_texts: dict[str, list[list[str]]] = {}
         self._rects: dict[str, QRectF] = {}  # A, B, C in element units
         self.thread = 0  # the selected thread of the block (its reads light up)
@@ -183,9 +189,22 @@ class TilesView(Retranslating, QWidget):
         b = self.session.trace.blocks[self.session.selected_block]
         return int(b["bx"]), int(b["by"])
 
+    def _held(self, config, block: tuple[int, int], t: int) -> dict[str, HeldCells]:
+        """held_cells, kept for the last few k-steps: a ring's slots reappear as the playhead
+        walks on (step t + 1's slots are step t's ring)."""
+        key = (block, t)
+        if key not in self._held_cache:
+            if len(self._held_cache) >= HELD_CACHE:
+                self._held_cache.pop(next(iter(self._held_cache)))
+            self._held_cache[key] = held_cells(config, block, t)
+        return self._held_cache[key]
+
     def element(self, array: str, r: int, c: int) -> str:
-        """Global element held by shared cell ``array[r][c]`` in the drawn k-step."""
-        return self.cells[array].text(r, c)
+        """Global element held by shared cell ``array[r][c]`` in the drawn k-step (or, in a
+        ring of slots, by the k-step in flight in that cell's slot)."""
+        text = self.cells[array].text(r, c)
+        ring = self.ring.get(array)
+        return text or (ring.text(r, c) if ring is not None else "")
 
     def _shared_panels(self) -> None:
         """One panel per shared array of the kernel, in column 2 (rebuilt when they change)."""
@@ -216,6 +235,7 @@ class TilesView(Retranslating, QWidget):
         trace = self.session.trace
         self.timeline = self.session.timeline
         self._drawn = None  # force a redraw
+        self._held_cache.clear()  # another trace: other cells
         self._step_key = self._reads_key = None
         self._drawn_smem = {}
         if trace is not None:
@@ -359,10 +379,12 @@ class TilesView(Retranslating, QWidget):
         step_key = (block, t)
         if step_key != self._step_key:
             self._step_key = step_key
-            self.cells = held_cells(config, block, t)
+            self.cells = self._held(config, block, t)
+            self.ring = in_flight_cells(config, block, t, self._held)
             self.smem_texts = {}
             for name, cells in self.cells.items():
-                texts = cells.texts()
+                ring = self.ring.get(name)  # the other slots' cells where this step writes none
+                texts = (cells if ring is None else cells.over(ring)).texts()
                 self.smem_texts[name] = texts
                 self.labels[name].set_texts(texts)
         reads_key = (block, t, self.thread)
@@ -381,7 +403,7 @@ class TilesView(Retranslating, QWidget):
             # unchanged codes: no re-render, no repaint of the cells and their labels
             if step_key != self._drawn_smem.get(name) or not np.array_equal(codes, image.image):
                 self._drawn_smem[name] = step_key
-                image.setImage(codes, lut=self._lut(cells), levels=(0, 6), autoLevels=False)
+                image.setImage(codes, lut=self._lut(cells), levels=(0, 7), autoLevels=False)
             now = sorted(self.now_cells.get(name, ()))
             box = self.now_box[name]
             box.setVisible(bool(now))
@@ -397,7 +419,7 @@ class TilesView(Retranslating, QWidget):
         source = cells.array.source
         colours = (
             SMEM.get(source, SMEM["A"]), ZERO, PAD_GREY, NOT_YET,
-            LATEST.get(source, LATEST["A"]), READ, READ_NOW,
+            LATEST.get(source, LATEST["A"]), READ, READ_NOW, RING.get(source, RING["A"]),
         )  # fmt: skip
         return np.array([(*c, 255) for c in colours], np.uint8)
 
@@ -406,6 +428,9 @@ class TilesView(Retranslating, QWidget):
         cells = self.cells[name]
         codes = np.where(cells.written, np.where(cells.inside, FILLED, ZERO_CODE), PAD_CODE)
         codes = codes.astype(np.uint8)
+        ring = self.ring.get(name)
+        if ring is not None:
+            codes[ring.written & ~cells.written] = RING_CODE
         if self.mode == "load":
             warp = self.cells[name].warp
             stored = warp >= 0
@@ -484,6 +509,11 @@ class TilesView(Retranslating, QWidget):
         )
         if c >= arr.cols:
             return where + "\n" + tr("padding: never read or written")
+        ring = self.ring.get(array)
+        if not self.cells[array].written[r, c] and ring is not None and ring.written[r, c]:
+            return where + "\n" + tr("holds {element}: a slot of another k-tile in flight").format(
+                element=ring.text(r, c)
+            )
         if not self.cells[array].written[r, c]:
             return where + "\n" + tr("no store of this k-tile writes it")
         return where + "\n" + tr("holds {element}").format(element=self.element(array, r, c))
@@ -583,14 +613,16 @@ class TilesView(Retranslating, QWidget):
                 "",
                 palette.swatch(
                     PAD_GREY,
-                    # a ring of slots: the other slots hold the other k-steps in flight
-                    tr("padding, or a slot of another k-step in flight")
+                    tr("padding, or a slot no k-step in flight holds")
                     if config.layout.in_flight > 1
                     else tr("padding word (never read)"),
                 ),
                 palette.swatch(ZERO, tr("'0': outside the matrix")),
                 "",
             ]
+            if config.layout.in_flight > 1:  # a ring of slots, one k-step in flight in each
+                ring = palette.swatch(RING["A"], tr("a slot of another k-step in flight"))
+                legend.insert(-3, ring)
             first = config.shared[0]  # the first array's corners, the others' first cell
             cells = [(first.name, 0, 0), (first.name, first.rows - 1, first.cols - 1)]
             cells += [(arr.name, 0, 0) for arr in config.shared[1:]]
