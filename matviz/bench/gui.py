@@ -134,7 +134,6 @@ import sys, time
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 from matviz.app.main_window import MainWindow
-from matviz.core.trace_io import load_trace
 app = QApplication([sys.argv[0]])
 def shown():
     window = next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow))

@@ -161,7 +161,7 @@ class SharedArray:
     pad: int = 0
     elem_bytes: int = 4
     dtype: str = "float32"
-    source: str = ""  # "A" or "B": the global matrix it stages ("": no tile, e.g. mbarriers)
+    source: str = ""  # "A" or "B": the global matrix it stages
     align: int = 4  # byte alignment of its start inside the shared struct
     swizzle: Callable[[np.ndarray], np.ndarray] | None = field(default=None, compare=False)
     swizzle_text: str = ""

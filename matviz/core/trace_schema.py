@@ -212,6 +212,7 @@ class Description(_Section):
     inputs: InputType = "float32"  # older files: fp32
     mma: DescribedMma | None = None
     copies: list[DescribedCopy] = []  # older files: no TMA copies
+    mbarriers: Annotated[int, Field(strict=True, ge=0, le=64)] = 0
     arch: str = "sm_90"
 
 

@@ -369,6 +369,8 @@ def test_wrong_types_in_every_manifest_field(saved, tmp_path, key):
         (("description", "copies"), [{"name": "x", "array": "As", "rows": 8, "cols": 64,
                                       "swizzle_bytes": 100}], "description.copies.0.swizzle_bytes"),
         (("description", "arch"), 90, "description.arch"),
+        (("description", "mbarriers"), -1, "description.mbarriers"),
+        (("description", "mbarriers"), "8", "description.mbarriers"),
         (("dtype",), "int8", "manifest field 'dtype'"),
     ],
 )

@@ -37,11 +37,7 @@ class HeldCells:
 
     def text(self, r: int, c: int) -> str:
         """'A[3,17]', '0' (outside the matrix) or '' (padding, never written)."""
-        if self.row[r, c] < 0:  # one cell: not the whole ``written`` array per call
-            return ""
-        if not self.inside[r, c]:
-            return "0"
-        return f"{self.array.source}[{self.row[r, c]},{self.col[r, c]}]"
+        return _label(self.array.source, self.row[r, c], self.col[r, c], self.inside[r, c])
 
     def over(self, other: HeldCells) -> HeldCells:
         """These cells where they are written, ``other``'s elsewhere (the same array)."""
@@ -56,13 +52,17 @@ class HeldCells:
         """Every cell's text, row by row (one pass over the arrays)."""
         row, col = self.row.tolist(), self.col.tolist()
         inside, name = self.inside.tolist(), self.array.source
-        def one(g: int, h: int, ok: bool) -> str:
-            return "" if g < 0 else f"{name}[{g},{h}]" if ok else "0"
-
         return [
-            [one(g, h, ok) for g, h, ok in zip(gr, hr, ir, strict=True)]
+            [_label(name, g, h, ok) for g, h, ok in zip(gr, hr, ir, strict=True)]
             for gr, hr, ir in zip(row, col, inside, strict=True)
         ]
+
+
+def _label(source: str, row: int, col: int, inside: bool) -> str:
+    """A cell's text: the element it holds, '0' outside the matrix, '' never written."""
+    if row < 0:
+        return ""
+    return f"{source}[{row},{col}]" if inside else "0"
 
 
 def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str, HeldCells]:

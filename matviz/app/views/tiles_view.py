@@ -565,7 +565,7 @@ class TilesView(Retranslating, QWidget):
         if not config.uses_shared:
             return
         block, t = self._block(), max(self.ktile, 0)
-        cells = held_cells(config, block, t)
+        cells = self._held(config, block, t)
         tid = thread_of_element(config, cells, block, t, row, col)
         if tid is not None:
             self.set_thread(tid)
