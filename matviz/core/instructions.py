@@ -12,6 +12,7 @@ measured on the H200).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -144,11 +145,13 @@ class Instruction:
     def opcode(self) -> str:
         return self.matrix_load or OPCODES[("copy" if self.async_copy else self.kind, self.width)]
 
-    @property
+    # Computed once (views read them several times a frame); :func:`instructions` fills them in
+    # for all its instructions in one numpy pass per width.
+    @cached_property
     def conflict_degree(self) -> int:
         return int(banks.conflict_degree(self.offsets, self.width))
 
-    @property
+    @cached_property
     def wavefronts(self) -> int:
         return int(banks.wavefronts(self.offsets, self.width))
 
@@ -203,7 +206,22 @@ def instructions(
                 matrix_load=config.site(name).site.matrix_load,
             )
         )
+    _bank_costs(out)
     return out
+
+
+def _bank_costs(instrs: list[Instruction]) -> None:
+    """Each instruction's n-way conflict and wavefronts, one :mod:`banks` call per width for all
+    of them (a k-step of kernel 08 has a hundred instructions; one call each cost a frame 30 ms)."""
+    for width in {i.width for i in instrs}:
+        mine = [i for i in instrs if i.width == width]
+        offsets = np.stack([i.offsets for i in mine])
+        for i, degree, waves in zip(
+            mine, banks.conflict_degree(offsets, width), banks.wavefronts(offsets, width),
+            strict=True,
+        ):
+            # frozen dataclass: prime the cached properties as cached_property itself stores them
+            i.__dict__["conflict_degree"], i.__dict__["wavefronts"] = int(degree), int(waves)
 
 
 @dataclass(frozen=True)

@@ -545,3 +545,24 @@ def test_the_app_opens_no_larger_than_the_screen(qapp, monkeypatch, tmp_path):
     finally:
         window.runner.shutdown()
         window.close()
+
+
+def test_a_view_on_a_closed_tab_waits_and_shows_the_playhead_when_opened(make_window):
+    """Playback leaves the closed memory tabs alone (each had redrawn at every frame), and a
+    tab opened later shows the k-tile at the playhead, not the one it last drew."""
+    window = make_window(simulate("tiled", 128, 128, 512, tile=16, pad=1))
+    session, banks = window.session, window.banks_view
+    window.memory_tabs.setCurrentWidget(window.source_view)
+    assert not banks.isVisible() and window.isVisible()
+    drawn = []
+    banks._load_records = lambda real=banks._load_records: (drawn.append(1), real())[1]
+    block = session.selected_block
+    start, end = (int(session.trace.blocks[block][f]) for f in ("start", "end"))
+    for frac in (0.3, 0.5, 0.8):
+        session.set_playhead(start + int((end - start) * frac))
+    assert drawn == []  # closed: nothing rebuilt while the playhead moved
+    window.memory_tabs.setCurrentWidget(banks)
+    assert len(drawn) == 1 and banks.key == banks._current_key()
+    assert banks.key[2] > 0  # the k-tile at 80% of the block, not the first
+    session.set_playhead(start + int((end - start) * 0.2))
+    assert len(drawn) == 2  # open: it follows every move again

@@ -288,7 +288,7 @@ def test_tiles_transposed_and_edge_blocks(views, session):
     kt = max(tiles.ktile, 0)
     assert tiles.element("As", 2, 1) == f"A[97,{kt * 32 + 2}]"  # As[k][m] = A[row0 + m, k0 + k]
     assert tiles.element("As", 0, 5) == "0"  # A row 101 does not exist
-    assert tiles.smem_texts["Bs"][0][10] == "0"  # B column 106 does not exist
+    assert tiles.labels["Bs"].texts[0][10] == "0"  # B column 106 does not exist
     assert (tiles.images["As"].image == 1).any()
     assert tiles.panels["As"].getAxis("left").labelText == f"k = {kt * 32} + row"
     assert tiles.panels["As"].getAxis("bottom").labelText == "A row = 96 + column"
@@ -1022,8 +1022,27 @@ def test_a_ring_of_slots_shows_every_k_step_in_flight(views, session):
     for u in range(t, t + stages):
         first = u % stages * 128
         want = f"A[256,{64 * u}]"
-        assert tiles.smem_texts["As"][first][0] == want == tiles.element("As", first, 0)
+        assert tiles.labels["As"].texts[first][0] == want == tiles.element("As", first, 0)
         assert (codes[first] == tv.RING_CODE).all() == (u != t)
     assert "a slot of another k-tile in flight" in tiles.describe("As", (t + 1) % stages * 128, 0)
     session.set_trace(sim())
     assert views[TilesView].ring == {}
+
+
+@pytest.mark.parametrize("kernel", ["tiled", "register_tiling_1d", "async_pipeline", "wgmma_tma"])
+def test_cell_labels_size_their_font_without_making_the_texts(kernel):
+    """The tiles view hands its labels the longest text up front and the texts only when a
+    paint can show them: the length must be that of the texts it stands for (edge blocks hold
+    '0' cells, a ring of slots the k-steps in flight)."""
+    from matviz.app.views.shared_cells import held_cells, in_flight_cells
+    from matviz.core.registry import get_kernel
+
+    k = get_kernel(kernel)
+    config = k.configure(k.default_params(), 1000, 777, 336, check=False)
+    for block in ((0, 0), (config.grid[0] - 1, config.grid[1] - 1)):
+        for t in (0, config.n_steps - 1):
+            ring = in_flight_cells(config, block, t)
+            for name, cells in held_cells(config, block, t).items():
+                shown = cells.over(ring[name]) if name in ring else cells
+                longest = max((len(x) for row in shown.texts() for x in row), default=0)
+                assert shown.longest_text() == longest, (block, t, name)

@@ -280,3 +280,75 @@ def test_step_free_evaluates_once_what_does_not_read_the_k_step():
     assert access.step_free(config, buffered.at, 0, (0, 0), 0) is None
     assert access.step_free(config, lambda th, p: (0, th.t), 0, (0, 0), 0) is None
     assert access.step_free(config, lambda th, p: (th.t > 3, 0), 0, (0, 0), 0) is None
+
+
+def _one_by_one(config, warp, block, t) -> np.ndarray:
+    """Every program row's offsets, one instance at a time (what access_records must equal)."""
+    rows = [access.lane_offsets(config, site, warp, k, block, t) for site, k in config.program]
+    return np.stack(rows) if rows else np.zeros((0, 32), np.int32)
+
+
+@pytest.mark.parametrize("name", sorted(kernels()))
+def test_records_evaluate_all_instances_of_a_site_at_once_exactly(name: str) -> None:
+    """access_records evaluates a site's instances in one call (k a column); for every
+    configuration of every kernel, at edge blocks and warps, it equals one call per instance."""
+    kernel = kernels()[name]
+    for params in kernel.configurations():
+        config = kernel.configure(params, 1000, 777, 333, check=False)
+        for warp in sorted({0, config.warps - 1}):
+            for block in ((0, 0), (config.grid[0] - 1, config.grid[1] - 1)):
+                for t in sorted({0, max(config.n_steps - 1, 0)}):
+                    records = access.access_records(config, warp, block, t)
+                    assert np.array_equal(
+                        records["offsets"], _one_by_one(config, warp, block, t)
+                    ), (params, warp, block, t)
+
+
+def test_a_site_that_needs_k_as_a_number_is_evaluated_per_instance() -> None:
+    """A description may use k where an array will not do (a Python condition, an index into a
+    tuple): its site falls back to one call per instance, with the same offsets."""
+    import dataclasses
+
+    from matviz.core.kernel import Site
+
+    config = configure("tiled", {"tile": 16, "pad": 0}, 64, 64, 64)
+    rows = (3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3)
+    picky = Site("ld_As", "load", "As", "compute", repeat=lambda p: p.tile,
+                 at=lambda th, p: (rows[th.k] if th.k < 16 else 0, th.tid % 16))  # fmt: skip
+    sites = tuple(
+        dataclasses.replace(site, at=picky.at) if site.name == "ld_As" else site
+        for site in config.kernel.sites
+    )
+    kernel = dataclasses.replace(config.kernel, sites=sites)
+    picky_config = kernel.configure(config.params, 64, 64, 64)
+    records = access.access_records(picky_config, 1, (1, 1), 2)
+    assert np.array_equal(records["offsets"], _one_by_one(picky_config, 1, (1, 1), 2))
+    ld = records[records["site"] == "ld_As"]
+    assert [int(o[0]) // 4 // 16 for o in ld["offsets"]] == list(rows)
+
+
+def test_records_are_a_copy_of_what_the_cache_keeps() -> None:
+    config = configure("tiled", {"tile": 16, "pad": 0}, 64, 64, 64)
+    first = access.access_records(config, 0, (0, 0), 0)
+    first["offsets"][:] = -7
+    again = access.access_records(config, 0, (0, 0), 0)
+    assert not (again["offsets"] == -7).any()
+
+
+@pytest.mark.parametrize("name", sorted(kernels()))
+def test_site_elements_equal_each_instance_s_global_elements(name: str) -> None:
+    """The elements a store copies, every instance at once (the tiles view's cells), equal one
+    global_elements call per instance, for every configuration at the last block and k-step."""
+    kernel = kernels()[name]
+    for params in kernel.configurations():
+        config = kernel.configure(params, 1000, 777, 333, check=False)
+        block, t = (config.grid[0] - 1, config.grid[1] - 1), max(config.n_steps - 1, 0)
+        for rs in config.sites:
+            if rs.site.source is None:
+                continue
+            for warp in sorted({0, config.warps - 1}):
+                together = access.site_elements(config, rs.name, warp, block, t)
+                for k in range(rs.repeat):
+                    alone = access.global_elements(config, rs.name, warp, block, t, k)
+                    for a, b in zip(together, alone, strict=True):
+                        assert np.array_equal(a[k], b), (params, rs.name, warp, k)

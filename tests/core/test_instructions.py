@@ -10,7 +10,7 @@ import pytest
 from matviz.backends import sim_model
 from matviz.core import access, banks, sass_table, store_fills
 from matviz.core import instructions as ins
-from matviz.core.registry import get_kernel
+from matviz.core.registry import get_kernel, kernels
 
 
 def config(kernel: str, size: int = 1024, **params):
@@ -296,3 +296,16 @@ def test_the_bundled_cp_async_conflicts_are_read_and_a_broken_table_is_no_data(t
         path.write_text(text)
         assert store_fills.copy_conflicts.__wrapped__(path) == ()
     assert store_fills.copy_conflicts.__wrapped__(tmp_path / "missing.md") == ()
+
+
+@pytest.mark.parametrize("name", sorted(kernels()))
+def test_bank_costs_of_all_instructions_at_once_equal_each_alone(name: str) -> None:
+    """instructions() costs every instruction in one banks call per width: the n-way conflict
+    and wavefronts must be what each instruction's own offsets give."""
+    kernel = kernels()[name]
+    for params in kernel.configurations():
+        config = kernel.configure(params, 1000, 777, 333, check=False)
+        warp = config.warps - 1
+        for ins_ in ins.instructions(config, access.access_records(config, warp, (1, 0), 1)):
+            assert ins_.conflict_degree == int(banks.conflict_degree(ins_.offsets, ins_.width))
+            assert ins_.wavefronts == int(banks.wavefronts(ins_.offsets, ins_.width))

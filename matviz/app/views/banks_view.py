@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
+from matviz.app.views.on_screen import WhenOnScreen
 from matviz.core import access, banks, sass_table, store_fills
 from matviz.core import instructions as ins
 from matviz.core.trace import PROBE_DTYPE
@@ -125,7 +126,7 @@ class BanksView(Retranslating, QWidget):
         self.plot.scene().sigMouseMoved.connect(self._on_move)
         session.traceChanged.connect(self.refresh)
         session.probeRowChanged.connect(self._on_probe_row)
-        session.playheadChanged.connect(self._follow)
+        session.playheadChanged.connect(WhenOnScreen(self, self._follow).request)
         session.selectionChanged.connect(self._follow)
         self.refresh()
 

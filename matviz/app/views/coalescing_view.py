@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
+from matviz.app.views.on_screen import WhenOnScreen
 from matviz.core import coalescing as co
 from matviz.core.kernel import WARP
 
@@ -64,7 +65,7 @@ class CoalescingView(Retranslating, QWidget):
         )
         session.traceChanged.connect(self.refresh)
         session.selectionChanged.connect(self.refresh_requests)
-        session.playheadChanged.connect(self._follow)
+        session.playheadChanged.connect(WhenOnScreen(self, self._follow).request)
         self.refresh()
 
     # -- session -> view ---------------------------------------------------------------------

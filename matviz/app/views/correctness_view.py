@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QBoxLayout, QGraphicsRectItem, QLabel, QVBoxLayout
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
+from matviz.app.views.on_screen import WhenOnScreen
 from matviz.core import access
 from matviz.core import correctness as cr
 from matviz.core.trace import Trace
@@ -238,7 +239,7 @@ class CorrectnessView(Retranslating, QWidget):
         )
         session.traceChanged.connect(self.refresh)
         session.selectionChanged.connect(self._outline)
-        session.playheadChanged.connect(self._follow)
+        session.playheadChanged.connect(WhenOnScreen(self, self._follow).request)
         self.refresh()
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)

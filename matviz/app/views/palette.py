@@ -7,6 +7,7 @@ pyqtgraph ImageItems that hold uint8 codes and are drawn with explicit levels (0
 from __future__ import annotations
 
 import colorsys
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -250,26 +251,41 @@ class CellLabels(pg.GraphicsObject):
 
     def __init__(self) -> None:
         super().__init__()
-        self.texts: list[list[str]] = []
+        self._texts: list[list[str]] = []
+        self._make: Callable[[], list[list[str]]] | None = None
         self.font = QFont()
         # measured once per set_texts: Qt asks for the bounds and paints far more often, and a
         # shared array of kernel 11 has 98,304 cells
-        self._cols = 0
+        self._rows = self._cols = 0
         self._longest = 1
 
     def set_texts(self, texts: list[list[str]]) -> None:
+        longest = max((len(t) for row in texts for t in row), default=0)
+        self.set_lazy(len(texts), max((len(r) for r in texts), default=0), longest, lambda: texts)
+
+    def set_lazy(
+        self, rows: int, cols: int, longest: int, make: Callable[[], list[list[str]]]
+    ) -> None:
+        """Texts that ``make()`` builds when a paint can show them or :attr:`texts` is read:
+        at most sizes a shared array's cells are too small for text (kernel 07's two arrays
+        have 12,672 cells, whose texts had cost playback 5 ms a k-step)."""
         self.prepareGeometryChange()
-        self.texts = texts
-        self._cols = max((len(r) for r in texts), default=0)
-        self._longest = max((len(t) for row in texts for t in row), default=0) or 1
+        self._texts, self._make = [], make
+        self._rows, self._cols, self._longest = rows, cols, longest or 1
         self.update()
 
+    @property
+    def texts(self) -> list[list[str]]:
+        if self._make is not None:
+            self._texts, self._make = self._make(), None
+        return self._texts
+
     def boundingRect(self) -> QRectF:  # noqa: N802
-        return QRectF(0, 0, self._cols, len(self.texts))
+        return QRectF(0, 0, self._cols, self._rows)
 
     @pg.debug.warnOnException  # an exception here must fail an export, not kill PySide
     def paint(self, p, *args) -> None:
-        if not self.texts:
+        if not self._rows:
             return
         cell = p.transform().mapRect(QRectF(0, 0, 1, 1))
         size = min(cell.height() * 0.72, cell.width() / (0.62 * self._longest))

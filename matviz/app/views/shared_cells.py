@@ -48,6 +48,12 @@ class HeldCells:
             self.array, *(np.where(mine, a, b) for a, b in zip(parts, theirs, strict=True))
         )
 
+    def longest_text(self) -> int:
+        """The length of the longest of :meth:`texts`, without making them."""
+        digits = [1 + sum(v >= 10**i for i in range(1, 19)) for v in (self.row, self.col)]
+        inside = np.where(self.inside, len(self.array.source) + 3 + digits[0] + digits[1], 1)
+        return int(np.where(self.written, inside, 0).max(initial=0))
+
     def texts(self) -> list[list[str]]:
         """Every cell's text, row by row (one pass over the arrays)."""
         row, col = self.row.tolist(), self.col.tolist()
@@ -82,17 +88,18 @@ def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str
         base = config.array_bases[arr.name]
         per_lane = max(site.width // arr.elem_bytes, 1)  # a vector store fills adjacent cells
         for warp in range(config.warps):
-            for k in range(rs.repeat):
-                offsets = access.lane_offsets(config, rs.name, warp, k, block, t)
-                grow, gcol, _ = access.global_elements(config, rs.name, warp, block, t, k)
-                live = offsets >= 0
-                local = (offsets[live].astype(np.int64) - base) // arr.elem_bytes
-                for j in range(per_lane):
-                    r, c = np.divmod(local + j, arr.stride)
-                    row_of[r, c] = grow[live]
-                    col_of[r, c] = gcol[live] + j
-                    inside_of[r, c] = (grow[live] < n_rows) & (gcol[live] + j < n_cols)
-                    warp_of[r, c] = warp
+            # every instance k of the warp at once, in program order (k, then lane)
+            offsets = access.site_offsets(config, rs.name, warp, block, t).ravel()
+            elements = access.site_elements(config, rs.name, warp, block, t)
+            live = offsets >= 0
+            grow, gcol = (a.ravel()[live] for a in elements[:2])
+            local = (offsets[live].astype(np.int64) - base) // arr.elem_bytes
+            for j in range(per_lane):
+                r, c = np.divmod(local + j, arr.stride)
+                row_of[r, c] = grow
+                col_of[r, c] = gcol + j
+                inside_of[r, c] = (grow < n_rows) & (gcol + j < n_cols)
+                warp_of[r, c] = warp
     for rc in config.copies:  # boxes the copy engine writes, asked for by warp 0's thread 0
         arr = config.array(rc.copy.array)
         row_of, col_of, inside_of, warp_of = grids[arr.name]

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit, QWidget
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
+from matviz.app.views.on_screen import WhenOnScreen
 from matviz.core import source_map
 from matviz.core.timeline import BlockState
 
@@ -42,7 +43,7 @@ class SourceView(Retranslating, QWidget):
         )
         self._dim: list[QTextEdit.ExtraSelection] = []
         session.traceChanged.connect(self.refresh)
-        session.playheadChanged.connect(self._follow)
+        session.playheadChanged.connect(WhenOnScreen(self, self._follow).request)
         session.selectionChanged.connect(self._follow)
         self.refresh()
 

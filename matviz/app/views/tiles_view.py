@@ -83,7 +83,6 @@ class TilesView(Retranslating, QWidget):
         # a ring of slots (in_flight > 1): what the other k-steps in flight put in theirs
         self.ring: dict[str, HeldCells] = {}
         self._held_cache: dict[tuple[tuple[int, int], int], dict[str, HeldCells]] = {}
-        self.smem_texts: dict[str, list[list[str]]] = {}
         self._rects: dict[str, QRectF] = {}  # A, B, C in element units
         self.thread = 0  # the selected thread of the block (its reads light up)
         self.mode = "full"  # "load": cells fill by warp; "compute": the thread's reads; "full"
@@ -381,12 +380,11 @@ class TilesView(Retranslating, QWidget):
             self._step_key = step_key
             self.cells = self._held(config, block, t)
             self.ring = in_flight_cells(config, block, t, self._held)
-            self.smem_texts = {}
             for name, cells in self.cells.items():
                 ring = self.ring.get(name)  # the other slots' cells where this step writes none
-                texts = (cells if ring is None else cells.over(ring)).texts()
-                self.smem_texts[name] = texts
-                self.labels[name].set_texts(texts)
+                shown = cells if ring is None else cells.over(ring)
+                rows, cols = shown.row.shape
+                self.labels[name].set_lazy(rows, cols, shown.longest_text(), shown.texts)
         reads_key = (block, t, self.thread)
         if reads_key != self._reads_key and config.uses_shared:
             self._reads_key = reads_key
