@@ -47,6 +47,11 @@ def measured_configs(
     configuration (``table``) measured on this GPU at this size, fastest first; a row benched
     before a parameter was added holds it at its default, one whose values the description no
     longer allows is left out."""
+    return [(dict(params), gflops) for params, gflops in _measured(kernel, size, device, table)]
+
+
+@functools.lru_cache(maxsize=32)  # the banks view asks at every k-step of a playback
+def _measured(kernel: str, size: int, device: str, table: Path):
     spec = get_kernel(kernel)
     out = []
     for row in _table_rows(table):
@@ -60,7 +65,7 @@ def measured_configs(
             out.append((spec.resolve_params(row.get("params") or {}), float(row["gflops"])))
         except MatvizError:
             continue
-    return sorted(out, key=lambda item: -item[1])
+    return tuple(sorted(out, key=lambda item: -item[1]))
 
 
 def best_params(kernel: str, size: int, device: str, table: Path = BENCH_ALL) -> dict[str, Any]:

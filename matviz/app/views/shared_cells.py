@@ -212,12 +212,17 @@ def thread_reads(
     warp, lane = divmod(int(tid), WARP)
     order = {arr.name: np.full((arr.rows, arr.stride), -1, np.int64) for arr in config.shared}
     steps: list[tuple[str, str, int, int] | None] = []
+    offsets = {  # every instance of each load site at once
+        rs.name: access.site_offsets(config, rs.name, warp, block, t)[:, lane]
+        for rs in config.sites
+        if rs.site.kind == "load" and (phase is None or rs.site.phase == phase)
+    }
     for site, k in config.program:
-        rs = config.site(site)
-        if rs.site.kind != "load" or (phase is not None and rs.site.phase != phase):
+        if site not in offsets:
             continue
+        rs = config.site(site)
         arr = config.array(rs.site.array)
-        offset = int(access.lane_offsets(config, site, warp, k, block, t)[lane])
+        offset = int(offsets[site][k])
         if offset < 0:
             steps.append(None)
             continue
@@ -240,24 +245,22 @@ def thread_of_element(
 ) -> int | None:
     """The thread of ``block`` that computes C[row, col]: the one whose loads in k-step ``t``
     read A's row ``row`` and B's column ``col`` (through the cells the stores filled)."""
+    loads = [rs for rs in config.sites if rs.site.kind == "load"]
     for warp in range(config.warps):
         reads_a = np.zeros(WARP, bool)
         reads_b = np.zeros(WARP, bool)
-        for site, k in config.program:
-            rs = config.site(site)
-            if rs.site.kind != "load":
-                continue
+        for rs in loads:
             held = cells[rs.site.array]
             arr = held.array
-            offsets = access.lane_offsets(config, site, warp, k, block, t).astype(np.int64)
+            offsets = access.site_offsets(config, rs.name, warp, block, t).astype(np.int64)
             live = offsets >= 0
             local = np.where(live, offsets - config.array_bases[arr.name], 0) // arr.elem_bytes
             r, c = np.divmod(local, arr.stride)
             live &= held.written[r, c]
-            if arr.source == "A":
-                reads_a |= live & (held.row[r, c] == row)
+            if arr.source == "A":  # (instances, lanes): any instance of the site
+                reads_a |= (live & (held.row[r, c] == row)).any(axis=0)
             elif arr.source == "B":
-                reads_b |= live & (held.col[r, c] == col)
+                reads_b |= (live & (held.col[r, c] == col)).any(axis=0)
         lanes = np.flatnonzero(reads_a & reads_b)
         if len(lanes):
             return warp * WARP + int(lanes[0])
