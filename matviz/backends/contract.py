@@ -13,11 +13,15 @@ from typing import Any, Protocol
 from matviz.core import sampling
 from matviz.core.config import KernelConfig
 from matviz.core.kernel import LEVELS
+from matviz.core.manifest import STAMP_FORMS
 from matviz.core.registry import get_kernel
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 
 BACKENDS = ("cuda", "sim")
+# How a level-2 build keeps its marks: "auto" builds every form and keeps the one that runs
+# closer to level 0, or one form alone (manifest.STAMP_FORMS)
+STAMP_FORM_CHOICES = ("auto", *STAMP_FORMS)
 MAX_BUDGET_MIB = sampling.MAX_BUDGET_BYTES // 2**20  # why: matviz.core.sampling
 
 
@@ -37,6 +41,7 @@ class RunRequest:
     probe_ktile: int = 0
     seed: int = 0  # the simulator's jitter
     repeats: int = 20  # timed runs on the GPU (median)
+    stamp_form: str = "auto"  # see STAMP_FORM_CHOICES
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -47,6 +52,9 @@ class RunRequest:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise MatvizError(f"{name} must be a whole number >= {low} (got {value!r})")
+        if self.stamp_form not in STAMP_FORM_CHOICES:
+            choices = ", ".join(STAMP_FORM_CHOICES)
+            raise MatvizError(f"stamp form must be one of {choices} (got {self.stamp_form!r})")
         if self.budget_bytes > MAX_BUDGET_MIB * 2**20:
             raise MatvizError(
                 f"the trace budget may be at most {MAX_BUDGET_MIB} MiB (got "

@@ -62,12 +62,18 @@ class BuiltKernel:
 
 
 def compiled_kernel(
-    config: KernelConfig, level: int, min_blocks: int | None = None, entry: str = ""
+    config: KernelConfig,
+    level: int,
+    min_blocks: int | None = None,
+    entry: str = "",
+    stamp_store: bool = False,
 ) -> BuiltKernel:
     """The kernel built for ``config`` at ``level`` (NVRTC, memoised per source and defines);
     ``min_blocks`` (levels 1-2) bounds its registers so that many blocks fit on an SM.
-    ``entry``: another function of the same source (default: the kernel's entry point)."""
-    defines = config.defines(level) + ([f"-DMV_MIN_BLOCKS={min_blocks}"] if min_blocks else [])
+    ``entry``: another function of the same source (default: the kernel's entry point).
+    ``stamp_store``: level 2's marks in their other form (:meth:`KernelConfig.defines`)."""
+    defines = config.defines(level, stamp_store)
+    defines += [f"-DMV_MIN_BLOCKS={min_blocks}"] if min_blocks else []
     if config.kernel.arch != "sm_90":  # CuPy targets the device's plain architecture
         defines.append(f"-arch={config.kernel.arch}")
     source = kernel_source(config)

@@ -20,7 +20,15 @@ from matviz.backends.contract import RunRequest
 from matviz.backends.cuda_status import _one_line
 from matviz.core import correctness, elements, sampling
 from matviz.core.config import KernelConfig
-from matviz.core.manifest import Correctness, Geometry, Sampling, Stats, Timer, build_manifest
+from matviz.core.manifest import (
+    STAMP_FORMS,
+    Correctness,
+    Geometry,
+    Sampling,
+    Stats,
+    Timer,
+    build_manifest,
+)
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.trace import BLOCK_DTYPE, Trace
 from matviz.errors import MatvizError
@@ -44,6 +52,7 @@ except ImportError:  # the CLI checks cuda_status() before it gets here
 
 UNWRITTEN_PROBE = 0xFFFFFFFF
 WARMUP = 3
+FORM_TRIALS = 7  # timed runs of each form of the marks beside level 0, to choose one
 
 
 @dataclass
@@ -230,10 +239,10 @@ class Recorder:
         rel_error = self._check_output(C, "the kernel")
         checked, c_wrong = self._correctness(C, "the level-0 kernel (uninstrumented)")
 
-        instr, bounded = self._instrumented(plain, timeline_level)
-        registers = {"level_0": plain.num_regs, f"level_{timeline_level}": instr.num_regs}
         buf = self._trace_buffers()
         args = self._trace_args(buf)
+        (instr, bounded), form, form_overheads = self._chosen_form(plain, timeline_level, C, args)
+        registers = {"level_0": plain.num_regs, f"level_{timeline_level}": instr.num_regs}
         for _ in range(WARMUP):
             self._launch(plain, C)
             self._launch(instr, C, args)
@@ -245,6 +254,8 @@ class Recorder:
             blas_ms.append(self._timed(self.blas))
         stats = self._stats(plain_ms, instr_ms if level else [], blas_ms, rel_error)
         stats["instrumented_min_blocks"] = bounded
+        if form is not None:
+            stats.update(stamp_form=form, stamp_form_overheads_pct=form_overheads)
 
         buf = self._trace_buffers()  # fresh, so every record comes from this one run
         C.fill(cupy.nan)
@@ -312,17 +323,42 @@ class Recorder:
         )
         return Trace(manifest=manifest, **arrays)
 
-    def _instrumented(self, plain, level: int) -> tuple[Any, int | None]:
+    def _chosen_form(self, plain, level: int, C, args: tuple):
+        """((build, bounded), form, {form: overhead %}): the level-``level`` build whose marks'
+        form (trace.cuh, MV_STAMP_STORE) runs closer to level 0, each form timed beside level 0
+        (FORM_TRIALS runs, medians) when the request leaves the form to the recorder. Form and
+        overheads are None where there is one build: level 1, no k-steps, a form asked for."""
+        wanted = self.request.stamp_form
+        if level < 2 or not self.config.n_steps:
+            return self._instrumented(plain, level), None, None
+        forms = STAMP_FORMS if wanted == "auto" else (wanted,)
+        builds = {form: self._instrumented(plain, level, form == "store") for form in forms}
+        if len(builds) == 1:
+            return builds[wanted], wanted, None
+        for _ in range(WARMUP):
+            for instr, _ in builds.values():
+                self._launch(instr, C, args)
+        times: dict[str, list[float]] = {"plain": [], **{form: [] for form in builds}}
+        for _ in range(FORM_TRIALS):
+            times["plain"].append(self._timed(lambda: self._launch(plain, C)))
+            for form, (instr, _) in builds.items():
+                times[form].append(self._timed(lambda k=instr: self._launch(k, C, args)))
+        base = float(np.median(times["plain"]))
+        overheads = {f: 100.0 * (float(np.median(times[f])) / base - 1.0) for f in builds}
+        form = min(overheads, key=lambda f: abs(overheads[f]))  # closer, not faster
+        return builds[form], form, overheads
+
+    def _instrumented(self, plain, level: int, stamp_store: bool = False) -> tuple[Any, int | None]:
         """The level-``level`` build, and the blocks per SM its registers were bounded to: where
         its extra registers would leave fewer blocks resident than level 0's, it is rebuilt
         with __launch_bounds__ keeping them, so the timeline shows the kernel's residency."""
-        instr = compiled_kernel(self.config, level)
+        instr = compiled_kernel(self.config, level, stamp_store=stamp_store)
         threads = self.config.threads
         want = driver_blocks_per_sm(plain, threads)
         have = driver_blocks_per_sm(instr, threads)
         if want is None or have is None or have >= want:
             return instr, None
-        return compiled_kernel(self.config, level, min_blocks=want), want
+        return compiled_kernel(self.config, level, min_blocks=want, stamp_store=stamp_store), want
 
     def _fragments(self) -> np.ndarray:
         """Which element each lane holds in each fragment slot, measured (trace.py's

@@ -38,6 +38,9 @@ def measure(kernel: str, params: dict, size: int, repeats: int) -> dict:
         row[f"overhead_{tag}_pct"] = stats["overhead_pct"]
         row[f"span_vs_event_{tag}"] = stats["span_vs_event"]
         row[f"gflops_{tag}run"] = stats["gflops"]
+        if stats.get("stamp_form"):  # the form of the marks kept, and each form's overhead
+            row[f"stamp_form_{tag}"] = stats["stamp_form"]
+            row[f"stamp_form_overheads_{tag}_pct"] = stats.get("stamp_form_overheads_pct")
         if level == 1:
             row.update(
                 gflops=stats["gflops"],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import matviz.cli.common as common
 import matviz.cli.params as params
-from matviz.backends.contract import MAX_BUDGET_MIB, RunRequest
+from matviz.backends.contract import MAX_BUDGET_MIB, STAMP_FORM_CHOICES, RunRequest
 from matviz.backends.devices import tuned_key
 from matviz.core import registry
 from matviz.core.kernel import LEVELS
@@ -47,6 +47,13 @@ def add_parser(sub) -> None:
         default=1,
         help="only every n-th block records per-step phases (less overhead); default all",
     )
+    rec.add_argument(
+        "--stamp-form",
+        default="auto",
+        choices=STAMP_FORM_CHOICES,
+        help="how the level-2 build keeps its marks: auto (default) builds both forms and keeps "
+        "the one closer to level 0; lanes or store, that form alone",
+    )
     rec.add_argument("--probe-block", type=common.pair, default=(0, 0), metavar="BX,BY")
     rec.add_argument("--probe-warp", type=int, default=0)
     rec.add_argument("--probe-ktile", type=int, default=0)
@@ -72,6 +79,7 @@ def request_of(args) -> RunRequest:
         probe_ktile=args.probe_ktile,
         seed=args.seed,
         repeats=args.repeats,
+        stamp_form=args.stamp_form,
     )
     request.check_probe(request.config())
     return request

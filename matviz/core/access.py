@@ -11,6 +11,7 @@ hardware, for every registered kernel.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def global_elements(
 
 
 RECORDS_CACHE_SIZE = 16
-_RECORDS: dict[tuple, np.ndarray] = {}
+_RECORDS: dict[tuple[Any, ...], np.ndarray] = {}
 
 
 def access_records(
@@ -118,7 +119,8 @@ def access_records(
         if len(_RECORDS) >= RECORDS_CACHE_SIZE:
             _RECORDS.pop(next(iter(_RECORDS)))
         _RECORDS[key] = _evaluate_records(config, warp, block, t)
-    return _RECORDS[key].copy()
+    records: np.ndarray = _RECORDS[key].copy()
+    return records
 
 
 def _evaluate_records(

@@ -426,9 +426,10 @@ class KernelConfig:
             )
         return self
 
-    def defines(self, level: int) -> list[str]:
+    def defines(self, level: int, stamp_store: bool = False) -> list[str]:
         """The ``-DNAME=VALUE`` list for nvcc and NVRTC: parameters, level, probe slots,
-        barriers and channels per k-step."""
+        barriers and channels per k-step; ``stamp_store``: the level-2 marks in trace.cuh's
+        other form (MV_STAMP_STORE, stored as they are taken)."""
         if level not in LEVELS:
             allowed = ", ".join(map(str, LEVELS))
             raise MatvizError(f"level {level} is not a trace level (allowed: {allowed})")
@@ -444,6 +445,8 @@ class KernelConfig:
             out.append(f"-DMV_CHANNELS={len(self.kstep.channels)}")
         if self.kernel.dynamic_shared:
             out.append(f"-DMV_SMEM_BYTES={self.smem_bytes}")
+        if stamp_store:
+            out.append("-DMV_STAMP_STORE=1")
         return out
 
     def lanes(self, warp: int, block: tuple[int, int] = (0, 0), t: int = 0, k: int = 0) -> Lanes:

@@ -9,6 +9,9 @@ from matviz.core.explain import dram_floor_bytes, dram_floor_formula, measured_b
 from matviz.core.kernel import LEVEL_NAMES
 from matviz.core.trace import Trace
 
+# what each of manifest.STAMP_FORMS means (a test holds the keys to them)
+FORM_NAMES = {"lanes": "kept in the stamping warp's lanes", "store": "stored as taken"}
+
 
 def _fmt(value, spec: str, missing: str = "n/a") -> str:
     return missing if value is None else format(value, spec)
@@ -40,6 +43,12 @@ def summary_lines(trace: Trace) -> list[str]:
         bound = stats.get("instrumented_min_blocks")
         kept = f" (registers bounded to keep {bound} blocks/SM, as level 0)" if bound else ""
         lines.append(f"overhead   level-{timeline} build {overhead:+.2f}% against level 0{kept}")
+        tried = stats.get("stamp_form_overheads_pct") or {}
+        if stats.get("stamp_form"):
+            forms = ", ".join(f"{FORM_NAMES[f]} {pct:+.2f}%" for f, pct in sorted(tried.items()))
+            chosen = FORM_NAMES[stats["stamp_form"]]
+            closer = f" (closer to level 0 of {forms})" if forms else ""
+            lines.append(f"marks      {chosen}{closer}")
     diag = stats.get("diagnostics_overhead_pct")
     if diag is not None:
         lines.append(f"diagnosis  level-3 run (probe, barrier waits) {diag:+.1f}% against level 0")

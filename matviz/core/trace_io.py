@@ -16,6 +16,7 @@ against what the manifest implies before anything of that size is allocated.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import math
@@ -33,6 +34,7 @@ import numpy as np
 import zstandard
 
 from matviz.core.config import KernelConfig
+from matviz.core.manifest import Stats
 from matviz.core.registry import get_kernel
 from matviz.core.trace import BLOCK_DTYPE, PROBE_DTYPE, SCHEMA_VERSION, Trace
 from matviz.errors import MatvizError
@@ -317,7 +319,18 @@ def _read_manifest(zf: zipfile.ZipFile) -> tuple[dict[str, Any], int]:
         manifest = _migrate_v1(manifest)
     elif schema != SCHEMA_VERSION:
         raise _BadFile(f"unknown schema_version {schema} (this matviz reads 1 to {SCHEMA_VERSION})")
-    return _with_layouts(_with_correctness(manifest)), version
+    return _with_stats(_with_layouts(_with_correctness(manifest))), version
+
+
+def _with_stats(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Stats written before one of their optional figures existed (the form of the marks, say)
+    get it as None, not measured: every manifest has the same keys."""
+    stats = manifest.get("stats")
+    if isinstance(stats, dict):
+        for field in dataclasses.fields(Stats):
+            if field.default is None:
+                stats.setdefault(field.name, None)
+    return manifest
 
 
 def _with_layouts(manifest: dict[str, Any]) -> dict[str, Any]:

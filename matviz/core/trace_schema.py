@@ -33,6 +33,7 @@ MAX_ARRAY_BYTES = 4 << 30  # whatever the manifest says, no array is read beyond
 Count = Annotated[int, Field(strict=True, ge=0)]
 Positive = Annotated[int, Field(strict=True, ge=1)]
 InputType = Literal["float32", "float16", "bfloat16"]  # core.kernel.INPUT_BYTES's keys
+StampForm = Literal["lanes", "store"]  # manifest.STAMP_FORMS (a test holds them equal)
 Number = Annotated[float, Field(strict=True)]  # strict: no bools, no numeric strings
 NonNegative = Annotated[float, Field(strict=True, ge=0)]
 Level = Annotated[int, Field(strict=True, ge=0, le=3)]
@@ -109,6 +110,8 @@ class Stats(_Section):
     span_ns: Count | None = None
     event_ms: NonNegative | None = None
     span_vs_event: NonNegative | None = None
+    stamp_form: StampForm | None = None
+    stamp_form_overheads_pct: dict[StampForm, Number] | None = None
 
     @model_validator(mode="after")
     def _span_has_its_parts(self) -> Stats:

@@ -53,15 +53,18 @@ def nvcc_path() -> str | None:
     return shutil.which("nvcc")
 
 
-def compile_flags(config: KernelConfig, level: int) -> list[str]:
+def compile_flags(config: KernelConfig, level: int, stamp_store: bool = False) -> list[str]:
     """nvcc flags for ``config``: its defines plus the include path for ``trace.cuh``."""
-    return [*config.defines(level), f"-I{KERNEL_DIR}"]
+    return [*config.defines(level, stamp_store), f"-I{KERNEL_DIR}"]
 
 
-def compile_report(config: KernelConfig, level: int, arch: str = "") -> CompileReport:
+def compile_report(
+    config: KernelConfig, level: int, arch: str = "", stamp_store: bool = False
+) -> CompileReport:
     """Registers, spills, stack, shared memory and barriers ptxas reports for ``config``
-    (built for ``arch``, by default the one its kernel needs)."""
-    return _build(config, level, arch or config.kernel.arch)[0]
+    (built for ``arch``, by default the one its kernel needs; ``stamp_store``: see
+    :meth:`KernelConfig.defines`)."""
+    return _build(config, level, arch or config.kernel.arch, stamp_store)[0]
 
 
 def ptx(config: KernelConfig, level: int, arch: str = "") -> str:
@@ -129,14 +132,16 @@ def _cache_key(source: Path, entry: str, flags: list[str], arch: str, nvcc: str)
     return digest.hexdigest()[:32]
 
 
-def _build(config: KernelConfig, level: int, arch: str) -> tuple[CompileReport, str]:
+def _build(
+    config: KernelConfig, level: int, arch: str, stamp_store: bool = False
+) -> tuple[CompileReport, str]:
     nvcc = nvcc_path()
     if nvcc is None:
         raise MatvizError("nvcc was not found on PATH; install the CUDA toolkit to compile")
     source, entry = config.kernel.source, config.kernel.entry_point
     if not source.is_file():
         raise MatvizError(f"kernel source {source} does not exist")
-    flags = compile_flags(config, level)
+    flags = compile_flags(config, level, stamp_store)
     key = _cache_key(source, entry, flags, arch, nvcc)
     return _build_keyed(key, str(source), entry, tuple(flags), arch, nvcc)
 

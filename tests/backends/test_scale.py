@@ -145,3 +145,11 @@ def test_the_budget_covers_block_records_and_marks():
     every = trace.manifest["sampling"]["phase_every"]
     more = sampling.sampled_blocks(len(trace.blocks), every - 1)
     assert held + more * (trace.marks[0].nbytes + simulator.DETAIL_ROW_BYTES) > budget
+
+
+@pytest.mark.parametrize("form", ["registers", "", None, 1])
+def test_an_unknown_form_of_the_marks_is_refused_in_one_line(form) -> None:
+    for ok in ("auto", "lanes", "store"):
+        assert RunRequest("tiled", 64, 64, 64, stamp_form=ok).stamp_form == ok
+    with pytest.raises(MatvizError, match="stamp form must be one of auto, lanes, store"):
+        RunRequest("tiled", 64, 64, 64, stamp_form=form)

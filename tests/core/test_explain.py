@@ -589,3 +589,33 @@ def test_a_pipeline_step_names_the_copies_in_flight_beside_it():
     row = tiled.phase_row(0)
     mid = int(tiled.mark("loaded")[row, 3]) + 1
     assert "Meanwhile" not in explain(tiled, Timeline(tiled), 0, mid).body
+
+
+def test_the_summary_says_which_form_of_the_marks_the_recorder_kept():
+    """A level-2 recording says how it kept its marks and, where the recorder timed both
+    forms beside level 0, each one's overhead; a recording from before the forms says nothing."""
+    trace = load_trace(TRACE_DIR / "tiled_t32_p0_1024.mvz")
+    assert not any(line.startswith("marks") for line in summary_lines(trace))
+    manifest = copy.deepcopy(trace.manifest)
+    manifest["stats"].update(
+        stamp_form="store", stamp_form_overheads_pct={"lanes": 5.32, "store": -0.41}
+    )
+    lines = summary_lines(dataclasses.replace(trace, manifest=manifest))
+    marks = next(line for line in lines if line.startswith("marks"))
+    assert marks == (
+        "marks      stored as taken (closer to level 0 of kept in the stamping warp's lanes "
+        "+5.32%, stored as taken -0.41%)"
+    )
+
+
+def test_the_forms_of_the_marks_are_written_once():
+    """The schema's and the summary's forms of the marks are the manifest's."""
+    import typing
+
+    from matviz.backends.contract import STAMP_FORM_CHOICES
+    from matviz.core import summary, trace_schema
+    from matviz.core.manifest import STAMP_FORMS
+
+    assert typing.get_args(trace_schema.StampForm) == STAMP_FORMS
+    assert tuple(summary.FORM_NAMES) == STAMP_FORMS
+    assert STAMP_FORM_CHOICES == ("auto", *STAMP_FORMS)

@@ -56,15 +56,22 @@ MATRIX = [
     for params in _configs(spec)
     for level in LEVELS
 ]
+# the level-2 marks in trace.cuh's other form (MV_STAMP_STORE): the recorder builds both
+STORE_FORM = "2 store"
+MATRIX += [
+    (spec.name, params, STORE_FORM) for spec in CATALOG.values() for params in _configs(spec)
+]
 KERNEL_LEVELS = [(name, level) for name in CATALOG for level in LEVELS]
 TILED = [name for name in CATALOG if _config(name, {}).uses_shared]
 SEED_TILED = ["tiled", "tiled_transposed"]
 
 
-def _build(item: tuple[str, ParamKey, int]) -> CompileReport | MatvizError:
+def _build(item: tuple[str, ParamKey, int | str]) -> CompileReport | MatvizError:
     name, params, level = item
     try:
-        return compile_report.compile_report(_config(name, params), level)
+        if level == STORE_FORM:
+            return compile_report.compile_report(_config(name, params), 2, stamp_store=True)
+        return compile_report.compile_report(_config(name, params), int(level))
     except MatvizError as exc:  # kept, so one broken build fails one test, not the module
         return exc
 
@@ -95,7 +102,9 @@ def builds() -> dict[tuple[str, ParamKey, int], CompileReport | MatvizError]:
     return results
 
 
-def _reports(builds: dict, name: str, level: int) -> list[tuple[dict[str, int], CompileReport]]:
+def _reports(
+    builds: dict, name: str, level: int | str
+) -> list[tuple[dict[str, int], CompileReport]]:
     out = []
     for params in _configs(CATALOG[name]):
         report = builds[(name, params, level)]
@@ -135,6 +144,21 @@ def test_compiles_within_register_budget(builds, name: str, level: int) -> None:
             # which matters more to the timeline than a few spilled stamps: kernel 07 at BM128
             # BK8 P0 S3/S4 spills 32-84 bytes to stay at 128 registers.
             assert report.spills <= 128, (params, report.ptxas_log)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", list(CATALOG))
+def test_the_other_form_of_the_marks_compiles_as_level_2_does(builds, name: str) -> None:
+    """Level 2 with its marks stored as they are taken: the same register budget, spill rule,
+    shared memory and barriers as the form it stands in for."""
+    for params, report in _reports(builds, name, STORE_FORM):
+        lanes = builds[(name, tuple(params.items()), 2)]
+        assert 0 < report.registers <= 255, (params, report.registers)
+        if ".minnctapersm" not in ptx(_config(name, params), 2):
+            assert report.spills == 0 and report.stack_bytes == 0, (params, report.ptxas_log)
+        else:
+            assert report.spills <= 128, (params, report.ptxas_log)
+        assert (report.smem_bytes, report.barriers) == (lanes.smem_bytes, lanes.barriers), params
 
 
 @needs_nvcc

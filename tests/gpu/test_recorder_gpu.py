@@ -8,6 +8,7 @@ import pytest
 from matviz.backends.contract import RunRequest
 from matviz.core import access, metrics, registry
 from matviz.core.kernel import Params
+from matviz.core.manifest import STAMP_FORMS
 from matviz.core.registry import get_kernel, kernels
 from matviz.core.trace_io import load_trace, save_trace
 
@@ -88,11 +89,17 @@ def test_fragments_the_gpu_loads_are_the_descriptions(kernel, params):
         assert set(elements.ravel()) == set(range(fragment["rows"] * fragment["cols"]))
 
 
+FORMS = STAMP_FORMS  # trace.cuh's two forms of the level-2 marks (MV_STAMP_STORE)
+
+
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("kernel", list(kernels()))
-def test_trace_integrity(kernel, tmp_path):
+def test_trace_integrity(kernel, form, tmp_path):
     M, N, K = allowed(kernel, 700, 600, 500)
-    trace = Recorder(request(kernel, M, N, K, {}, level=3)).run()
+    trace = Recorder(request(kernel, M, N, K, {}, level=3, stamp_form=form)).run()
     geometry = trace.config
+    if geometry.n_steps:
+        assert trace.manifest["stats"]["stamp_form"] == form
     blocks = trace.blocks
     # every block once, in launch order
     assert len(blocks) == geometry.n_blocks
@@ -135,6 +142,17 @@ def test_trace_integrity(kernel, tmp_path):
     save_trace(trace, path)
     again = load_trace(path)
     np.testing.assert_array_equal(again.blocks, trace.blocks)
+
+
+def test_the_recorder_keeps_the_form_of_the_marks_closer_to_level_0():
+    """Left to the recorder, both forms are built and timed beside level 0; the one kept is
+    the one whose overhead is nearer zero, and the trace says so with both figures."""
+    trace = Recorder(request("vectorized", 2048, 2048, 2048, {}, level=2, repeats=5)).run()
+    stats = trace.manifest["stats"]
+    tried = stats["stamp_form_overheads_pct"]
+    assert set(tried) == set(FORMS)
+    assert stats["stamp_form"] == min(tried, key=lambda f: abs(tried[f]))
+    print(f"\nvectorized 2048^3: {tried}, kept {stats['stamp_form']}")
 
 
 def test_globaltimer_span_matches_cuda_events():
@@ -244,9 +262,11 @@ def test_double_buffered_copy_overlaps_compute(double_buffered, tile, level, eve
     ],
     ids=["S4-level3", "S3-every3", "S2", "mma-S4-level3", "mma-S3-every3-bf16", "mma-S2"],
 )  # fmt: skip
-def test_pipeline_copies_run_ahead_of_the_compute(kernel, params, K, level, every):
+@pytest.mark.parametrize("form", FORMS)
+def test_pipeline_copies_run_ahead_of_the_compute(kernel, params, K, level, every, form):
     M, N = 520, 384
-    req = request(kernel, M, N, K, params, level=level, phase_every=every, repeats=3)
+    req = request(kernel, M, N, K, params, level=level, phase_every=every, repeats=3,
+                  stamp_form=form)  # fmt: skip
     trace = Recorder(req).run()
     config = trace.config
     stages = config.layout.in_flight
@@ -302,9 +322,11 @@ CROSS_WARP_NS = 64
     ],
     ids=["S4-level3", "S3-every3-fp16", "S5"],
 )
-def test_producer_fills_the_ring_ahead_of_the_consumers(params, K, level, every):
+@pytest.mark.parametrize("form", FORMS)
+def test_producer_fills_the_ring_ahead_of_the_consumers(params, K, level, every, form):
     M, N = 520, 384
-    req = request("wgmma_tma", M, N, K, params, level=level, phase_every=every, repeats=3)
+    req = request("wgmma_tma", M, N, K, params, level=level, phase_every=every, repeats=3,
+                  stamp_form=form)  # fmt: skip
     trace = Recorder(req).run()
     config = trace.config
     ring = config.layout.in_flight
