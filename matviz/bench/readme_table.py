@@ -33,8 +33,8 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
         lines.append(
             f"| {r['kernel']} | {r['label']} | {r['gflops']:.0f} "
             f"| {r['pct_cublas']:.1f} | {r['overhead_l1_pct']:+.2f}% "
-            f"| {r['overhead_l2_pct']:+.2f}% "
-            f"| {r['overhead_l2s4_pct']:+.2f}% | {r['span_vs_event_l1']:.4f} "
+            f"| {r['overhead_l2_pct']:+.2f}%{_form(r, 'l2')} "
+            f"| {r['overhead_l2s4_pct']:+.2f}%{_form(r, 'l2s4')} | {r['span_vs_event_l1']:.4f} "
             f"| {r['rel_error']:.1e} |"
         )
     size = rows[0]["size"]
@@ -46,7 +46,19 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
         f"{max(blas):.0f} GFLOP/s in the same runs; medians of CUDA-event times, level-0 and "
         f"instrumented builds interleaved in one process. Source: `{source}`."
     )
+    if any(_form(r, tag) for r in rows for tag in ("l2", "l2s4")):
+        lines.append("")
+        lines.append(
+            "(stored): the recorder kept level 2's marks stored as they are taken, the form that "
+            "ran closer to level 0 there (trace.cuh's `MV_STAMP_STORE`); elsewhere they are kept "
+            "in the stamping warp's lanes."
+        )
     return "\n".join(lines)
+
+
+def _form(row: dict, tag: str) -> str:
+    """' (stored)' where the level-``tag`` run kept its marks in that form, else ''."""
+    return " (stored)" if row.get(f"stamp_form_{tag}") == "store" else ""
 
 
 def main() -> None:

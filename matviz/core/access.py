@@ -79,11 +79,26 @@ def lane_offsets(
 ) -> np.ndarray:
     """Byte offsets of the 32 lanes of ``warp`` at ``site`` (instance ``k``); -1: no access."""
     rs = config.site(site)
-    arr = config.array(rs.site.array)
-    row, col, mask = evaluate(config, rs.site.at, warp, block, t, k)
-    col = arr.stored_col(row, col)
-    offset = config.array_bases[arr.name] + (row * arr.stride + col) * arr.elem_bytes
+    return _byte_offsets(config, rs.site.array, *evaluate(config, rs.site.at, warp, block, t, k))
+
+
+def _byte_offsets(
+    config: KernelConfig, array: str, row: np.ndarray, col: np.ndarray, mask: np.ndarray
+) -> np.ndarray:
+    """Where elements (row, col) of ``array`` lie in the shared struct, in bytes; -1 off mask."""
+    arr = config.array(array)
+    offset = config.array_bases[arr.name] + (row * arr.stride + arr.stored_col(row, col)) * (
+        arr.elem_bytes
+    )
     return np.where(mask, offset, -1).astype(np.int32)
+
+
+def _inside(
+    config: KernelConfig, array: str, row: np.ndarray, col: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, col, inside): elements of the matrix ``array`` copies, inside it where masked."""
+    rows, cols = config.matrix_shape(config.array(array).source)
+    return row, col, mask & (row < rows) & (col < cols)
 
 
 def global_elements(
@@ -99,9 +114,7 @@ def global_elements(
     rs = config.site(site)
     if rs.site.source is None:
         raise ValueError(f"site {site} copies nothing from global memory")
-    row, col, mask = evaluate(config, rs.site.source, warp, block, t, k)
-    rows, cols = config.matrix_shape(config.array(rs.site.array).source)
-    return row, col, mask & (row < rows) & (col < cols)
+    return _inside(config, rs.site.array, *evaluate(config, rs.site.source, warp, block, t, k))
 
 
 RECORDS_CACHE_SIZE = 16
@@ -163,11 +176,8 @@ def site_offsets(
 ) -> np.ndarray:
     """(repeat, 32): :func:`lane_offsets` of every instance of ``site``."""
     rs = config.site(site)
-    arr = config.array(rs.site.array)
-    row, col, mask = evaluate_instances(config, rs.site.at, warp, block, t, rs.repeat)
-    col = arr.stored_col(row, col)
-    offset = config.array_bases[arr.name] + (row * arr.stride + col) * arr.elem_bytes
-    return np.where(mask, offset, -1).astype(np.int32)
+    where = evaluate_instances(config, rs.site.at, warp, block, t, rs.repeat)
+    return _byte_offsets(config, rs.site.array, *where)
 
 
 def site_elements(
@@ -177,6 +187,5 @@ def site_elements(
     rs = config.site(site)
     if rs.site.source is None:
         raise ValueError(f"site {site} copies nothing from global memory")
-    row, col, mask = evaluate_instances(config, rs.site.source, warp, block, t, rs.repeat)
-    rows, cols = config.matrix_shape(config.array(rs.site.array).source)
-    return row, col, mask & (row < rows) & (col < cols)
+    where = evaluate_instances(config, rs.site.source, warp, block, t, rs.repeat)
+    return _inside(config, rs.site.array, *where)
