@@ -270,7 +270,7 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
 // and flushes 32 at a time. ptxas schedules a k loop around the two differently, and neither
 // leaves every kernel as fast as at level 0: on the H200 (4096^3, 61 configurations measured
 // side by side) this form ran closer to level 0 in 25 of them, by up to 9.7 points, the lanes
-// in 36. The recorder builds both and keeps the one closer to level 0 on the GPU at hand.
+// in 36. The recorder can build both and keep the one closer to level 0 (--stamp-form auto).
 // Channels whose steps overlap (MV_STEP_OPEN / MV_STEP_CLOSE) keep their steps in the lanes.
 #if MV_STAMP_STORE
 #define MV_STEP_WORD(c, t) reinterpret_cast<unsigned int *>(&MV_STEP_SLOT(c, t))

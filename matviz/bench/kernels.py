@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from matviz.backends.contract import RunRequest
+from matviz.backends.contract import DEFAULT_STAMP_FORM, STAMP_FORM_CHOICES, RunRequest
 from matviz.backends.cupy_recorder import Recorder
 from matviz.core.registry import get_kernel, kernels
 
@@ -25,12 +25,14 @@ def configurations(names: list[str] | None = None) -> list[tuple[str, dict]]:
     return [(k.name, params) for k in chosen for params in k.configurations()]
 
 
-def measure(kernel: str, params: dict, size: int, repeats: int) -> dict:
+def measure(
+    kernel: str, params: dict, size: int, repeats: int, stamp_form: str = DEFAULT_STAMP_FORM
+) -> dict:
     row: dict = {"kernel": kernel, "params": params, "label": get_kernel(kernel).labels(params)}
     row["size"] = size
     for level, every in ((1, 1), (2, 1), (2, SAMPLED_EVERY)):
         req = RunRequest(kernel, size, size, size, params, backend="cuda", level=level,
-                         repeats=repeats, phase_every=every)  # fmt: skip
+                         repeats=repeats, phase_every=every, stamp_form=stamp_form)  # fmt: skip
         manifest = Recorder(req).run().manifest
         stats = manifest["stats"]
         row["dtype"] = manifest["dtype"]
@@ -58,11 +60,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--json")
     parser.add_argument("--kernels", help="comma list (default: every registered kernel)")
+    parser.add_argument(
+        "--stamp-form",
+        default=DEFAULT_STAMP_FORM,
+        choices=STAMP_FORM_CHOICES,
+        help="how level 2 keeps its marks (matviz record --stamp-form)",
+    )
     args = parser.parse_args()
     names = args.kernels.split(",") if args.kernels else None
     rows = []
     for kernel, params in configurations(names):
-        rows.append(measure(kernel, params, args.size, args.repeats))
+        rows.append(measure(kernel, params, args.size, args.repeats, args.stamp_form))
         if args.json:  # after every row: a run cut short still leaves its figures
             with open(args.json, "w") as fh:
                 json.dump(rows, fh, indent=2)

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import matviz.cli.common as common
 import matviz.cli.params as params
-from matviz.backends.contract import MAX_BUDGET_MIB, STAMP_FORM_CHOICES, RunRequest
+from matviz.backends.contract import (
+    DEFAULT_STAMP_FORM,
+    MAX_BUDGET_MIB,
+    STAMP_FORM_CHOICES,
+    RunRequest,
+)
 from matviz.backends.devices import tuned_key
 from matviz.core import registry
 from matviz.core.kernel import LEVELS
@@ -49,10 +54,10 @@ def add_parser(sub) -> None:
     )
     rec.add_argument(
         "--stamp-form",
-        default="auto",
+        default=DEFAULT_STAMP_FORM,
         choices=STAMP_FORM_CHOICES,
-        help="how the level-2 build keeps its marks: auto (default) builds both forms and keeps "
-        "the one closer to level 0; lanes or store, that form alone",
+        help=f"how the level-2 build keeps its marks: lanes or store, that form alone, or auto: "
+        f"both built, the one closer to level 0 kept (default {DEFAULT_STAMP_FORM})",
     )
     rec.add_argument("--probe-block", type=common.pair, default=(0, 0), metavar="BX,BY")
     rec.add_argument("--probe-warp", type=int, default=0)
