@@ -268,7 +268,7 @@ class CellLabels(pg.GraphicsObject):
     ) -> None:
         """Texts that ``make()`` builds when a paint can show them or :attr:`texts` is read:
         at most sizes a shared array's cells are too small for text (kernel 07's two arrays
-        have 12,672 cells, whose texts had cost playback 5 ms a k-step)."""
+        have 12,288 cells, whose texts had cost playback 5 ms a k-step)."""
         self.prepareGeometryChange()
         self._texts, self._make = [], make
         self._rows, self._cols, self._longest = rows, cols, longest or 1
