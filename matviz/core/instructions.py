@@ -169,14 +169,35 @@ class Instruction:
         return "k=" + ",".join(map(str, ks))
 
 
+INSTRUCTIONS_CACHE_SIZE = 32
+_INSTRUCTIONS: dict[tuple, tuple[Instruction, ...]] = {}
+
+
 def instructions(
     config: KernelConfig, records: np.ndarray, sites: dict[str, tuple] | None = None
 ) -> list[Instruction]:
     """One warp's access records (in ``config.program`` order) as the instructions ptxas emits,
     in program order of each instruction's first instance. ``sites``: :func:`plan` when the
-    caller has it (it depends on every warp, not only this one)."""
-    if sites is None:
-        sites = plan(config)
+    caller has it (it depends on every warp, not only this one).
+
+    The same records of the same kernel make the same instructions, and k-steps repeat theirs
+    (every step, or every STAGES steps in a ring of slots): the last ones are kept, keyed by
+    the records' bytes, which playback had rebuilt three times a k-step."""
+    planned = plan(config)
+    if sites is not None and sites is not planned:
+        return _instructions(config, records, sites)
+    params = tuple(sorted(config.params.items()))
+    key = (config.kernel, params, config.M, config.N, config.K, records.tobytes())
+    if key not in _INSTRUCTIONS:
+        if len(_INSTRUCTIONS) >= INSTRUCTIONS_CACHE_SIZE:
+            _INSTRUCTIONS.pop(next(iter(_INSTRUCTIONS)))
+        _INSTRUCTIONS[key] = tuple(_instructions(config, records, planned))
+    return list(_INSTRUCTIONS[key])
+
+
+def _instructions(
+    config: KernelConfig, records: np.ndarray, sites: dict[str, tuple]
+) -> list[Instruction]:
     # rows follow config.program (a probe's site field may be truncated to its dtype)
     row_of = {item: i for i, item in enumerate(config.program) if i < len(records)}
     covered: dict[int, tuple[str, int, tuple[int, ...]]] = {}

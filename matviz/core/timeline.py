@@ -79,6 +79,8 @@ class Timeline:
             self._warp_row[wb[::-1]] = np.arange(len(wb))[::-1]
 
         self._frame: tuple[int, np.ndarray, np.ndarray] | None = None
+        # one block at one time: several views ask for it at each frame of playback
+        self._one: tuple[int, int, tuple[BlockState, int]] | None = None
         self._bounds: np.ndarray | None = None
         self._slots: tuple[np.ndarray, int] | None = None
 
@@ -213,8 +215,12 @@ class Timeline:
 
     def block_phase(self, block: int, t_ns: float) -> tuple[BlockState, int]:
         """(state, k-step) of one block at ``t_ns``."""
-        s, k = self._block_states(block, np.array([math.floor(t_ns)], np.int64))
-        return BlockState(int(s[0])), int(k[0])
+        t = math.floor(t_ns)
+        if self._one is not None and self._one[:2] == (block, t):
+            return self._one[2]
+        s, k = self._block_states(block, np.array([t], np.int64))
+        self._one = (block, t, (BlockState(int(s[0])), int(k[0])))
+        return self._one[2]
 
     def _block_states(self, block: int, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(state, ktile) of one block at many times."""

@@ -309,3 +309,21 @@ def test_bank_costs_of_all_instructions_at_once_equal_each_alone(name: str) -> N
         for ins_ in ins.instructions(config, access.access_records(config, warp, (1, 0), 1)):
             assert ins_.conflict_degree == int(banks.conflict_degree(ins_.offsets, ins_.width))
             assert ins_.wavefronts == int(banks.wavefronts(ins_.offsets, ins_.width))
+
+
+def test_the_same_records_make_the_same_instructions_once():
+    """Playback asks for a k-step's instructions several times, and a ring of slots repeats its
+    accesses every STAGES steps: equal records give the kept instructions, other records their
+    own."""
+    cfg = config("async_pipeline")
+    stages = cfg.params["STAGES"]
+    rec = access.access_records(cfg, 1, (1, 1), 2)
+    first = ins.instructions(cfg, rec)
+    again = ins.instructions(cfg, access.access_records(cfg, 1, (1, 1), 2 + stages))
+    assert [i.site for i in again] == [i.site for i in first]
+    assert all(a is b for a, b in zip(again, first, strict=True))  # kept, not rebuilt
+    other = rec.copy()
+    other["offsets"][0] = (other["offsets"][0] + 4) % 2048  # one access moved a word
+    moved = ins.instructions(cfg, other)
+    assert not np.array_equal(moved[0].offsets, first[0].offsets)
+    assert np.array_equal(moved[0].offsets, other["offsets"][0])
