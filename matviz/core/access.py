@@ -11,12 +11,12 @@ hardware, for every registered kernel.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
 from matviz.core.config import KernelConfig
 from matviz.core.kernel import WARP, Lanes, Where
+from matviz.core.recent import Recent
 from matviz.core.trace import PROBE_DTYPE
 
 
@@ -117,8 +117,7 @@ def global_elements(
     return _inside(config, rs.site.array, *evaluate(config, rs.site.source, warp, block, t, k))
 
 
-RECORDS_CACHE_SIZE = 16
-_RECORDS: dict[tuple[Any, ...], np.ndarray] = {}
+_RECORDS: Recent[np.ndarray] = Recent(16)
 
 
 def access_records(
@@ -126,14 +125,9 @@ def access_records(
 ) -> np.ndarray:
     """Every shared access of ``warp`` in k-step ``t``, in program order, as probe records (a
     copy: the views of one frame ask for the same warp and k-step two or three times)."""
-    params = tuple(sorted(config.params.items()))
-    key = (config.kernel, params, config.M, config.N, config.K, warp, tuple(block), t)
-    if key not in _RECORDS:
-        if len(_RECORDS) >= RECORDS_CACHE_SIZE:
-            _RECORDS.pop(next(iter(_RECORDS)))
-        _RECORDS[key] = _evaluate_records(config, warp, block, t)
-    records: np.ndarray = _RECORDS[key].copy()
-    return records
+    kept = _RECORDS.get((config.key, warp, tuple(block), t),
+                        lambda: _evaluate_records(config, warp, block, t))  # fmt: skip
+    return np.array(kept, copy=True)
 
 
 def _evaluate_records(

@@ -147,6 +147,11 @@ class KernelConfig:
         return f"KernelConfig({self.kernel.name}, {self.params}, {self.M}x{self.N}x{self.K})"
 
     @property
+    def key(self) -> tuple[Any, ...]:
+        """What makes two configurations the same: description, parameters and shape."""
+        return (self.kernel, tuple(sorted(self.params.items())), self.M, self.N, self.K)
+
+    @property
     def broken(self) -> list[str]:
         """The parameters set to a value that breaks the kernel on purpose (wrong results are
         expected), e.g. ``["drop_sync"]``."""

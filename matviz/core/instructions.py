@@ -12,12 +12,12 @@ measured on the H200).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 from matviz.core import access, banks
 from matviz.core.config import KernelConfig
+from matviz.core.recent import Recent
 
 OPCODES = {("load", 4): "LDS", ("load", 8): "LDS.64", ("load", 16): "LDS.128",
            ("store", 4): "STS", ("store", 8): "STS.64", ("store", 16): "STS.128",
@@ -94,8 +94,7 @@ def vector_width(config: KernelConfig, site: str, records: list[np.ndarray] | No
     return elem
 
 
-PLAN_CACHE_SIZE = 32
-_PLANS: dict[tuple, dict[str, tuple]] = {}
+_PLANS: Recent[dict[str, tuple]] = Recent(32)  # every warp's records: views ask at each k-tile
 
 
 def plan(config: KernelConfig, records: list[np.ndarray] | None = None) -> dict[str, tuple]:
@@ -103,13 +102,7 @@ def plan(config: KernelConfig, records: list[np.ndarray] | None = None) -> dict[
     warp's records (``records``, computed when None). Instances of a vectorised site merge in
     runs of ``width / element`` along its chains; the instructions are sorted by first instance."""
     if records is None:
-        params = tuple(sorted(config.params.items()))
-        key = (config.kernel, params, config.M, config.N, config.K)
-        if key not in _PLANS:  # every warp's records: views ask again at each k-tile
-            if len(_PLANS) >= PLAN_CACHE_SIZE:
-                _PLANS.pop(next(iter(_PLANS)))
-            _PLANS[key] = plan(config, _all_records(config))
-        return _PLANS[key]
+        return _PLANS.get(config.key, lambda: plan(config, _all_records(config)))
     out = {}
     for rs in config.sites:
         width = vector_width(config, rs.name, records)
@@ -140,20 +133,22 @@ class Instruction:
     per_step: int  # instructions of this site per warp and k-step
     async_copy: bool = False  # a cp.async store (LDGSTS), see Site.async_copy
     matrix_load: str = ""  # an ldmatrix's SASS, see Site.matrix_load
+    # the n-way conflict and the wavefronts: from the offsets when not given (-1); views read
+    # them several times a frame, and :func:`instructions` gives them for a whole k-step at once
+    conflict_degree: int = -1
+    wavefronts: int = -1
+
+    def __post_init__(self) -> None:
+        if self.conflict_degree < 0:
+            degree = int(banks.conflict_degree(self.offsets, self.width))
+            object.__setattr__(self, "conflict_degree", degree)  # frozen: set once, here
+        if self.wavefronts < 0:
+            waves = int(banks.wavefronts(self.offsets, self.width))
+            object.__setattr__(self, "wavefronts", waves)
 
     @property
     def opcode(self) -> str:
         return self.matrix_load or OPCODES[("copy" if self.async_copy else self.kind, self.width)]
-
-    # Computed once (views read them several times a frame); :func:`instructions` fills them in
-    # for all its instructions in one numpy pass per width.
-    @cached_property
-    def conflict_degree(self) -> int:
-        return int(banks.conflict_degree(self.offsets, self.width))
-
-    @cached_property
-    def wavefronts(self) -> int:
-        return int(banks.wavefronts(self.offsets, self.width))
 
     @property
     def ideal_wavefronts(self) -> int:
@@ -169,8 +164,7 @@ class Instruction:
         return "k=" + ",".join(map(str, ks))
 
 
-INSTRUCTIONS_CACHE_SIZE = 32
-_INSTRUCTIONS: dict[tuple, tuple[Instruction, ...]] = {}
+_INSTRUCTIONS: Recent[tuple[Instruction, ...]] = Recent(32)
 
 
 def instructions(
@@ -186,13 +180,8 @@ def instructions(
     planned = plan(config)
     if sites is not None and sites is not planned:
         return _instructions(config, records, sites)
-    params = tuple(sorted(config.params.items()))
-    key = (config.kernel, params, config.M, config.N, config.K, records.tobytes())
-    if key not in _INSTRUCTIONS:
-        if len(_INSTRUCTIONS) >= INSTRUCTIONS_CACHE_SIZE:
-            _INSTRUCTIONS.pop(next(iter(_INSTRUCTIONS)))
-        _INSTRUCTIONS[key] = tuple(_instructions(config, records, planned))
-    return list(_INSTRUCTIONS[key])
+    key = (config.key, records.tobytes())
+    return list(_INSTRUCTIONS.get(key, lambda: tuple(_instructions(config, records, planned))))
 
 
 def _instructions(
@@ -209,40 +198,44 @@ def _instructions(
             rows = tuple(row_of[(rs.name, k)] for k in ks if (rs.name, k) in row_of)
             if rows:
                 covered[min(rows)] = (rs.name, width, ks)
+    firsts = sorted(covered)
+    # the vector starts at its first k
+    starts = [records[row_of.get((covered[f][0], covered[f][2][0]), f)] for f in firsts]
+    offsets = [np.asarray(rec["offsets"], np.int64) for rec in starts]
+    costs = _bank_costs([covered[f][1] for f in firsts], offsets)
     out = []
-    for first in sorted(covered):
+    for first, rec, off, (degree, waves) in zip(firsts, starts, offsets, costs, strict=True):
         name, width, ks = covered[first]
-        rows = tuple(row_of[(name, k)] for k in ks if (name, k) in row_of)
-        rec = records[row_of.get((name, ks[0]), first)]  # the vector starts at its first k
         out.append(
             Instruction(
                 site=name,
                 kind=str(rec["kind"]),
                 width=int(width),
                 ks=ks,
-                rows=rows,
-                offsets=np.asarray(rec["offsets"], np.int64),
+                rows=tuple(row_of[(name, k)] for k in ks if (name, k) in row_of),
+                offsets=off,
                 per_step=per_step[name],
                 async_copy=config.site(name).site.async_copy,
                 matrix_load=config.site(name).site.matrix_load,
+                conflict_degree=degree,
+                wavefronts=waves,
             )
         )
-    _bank_costs(out)
     return out
 
 
-def _bank_costs(instrs: list[Instruction]) -> None:
-    """Each instruction's n-way conflict and wavefronts, one :mod:`banks` call per width for all
-    of them (a k-step of kernel 08 has a hundred instructions; one call each cost a frame 30 ms)."""
-    for width in {i.width for i in instrs}:
-        mine = [i for i in instrs if i.width == width]
-        offsets = np.stack([i.offsets for i in mine])
-        for i, degree, waves in zip(
-            mine, banks.conflict_degree(offsets, width), banks.wavefronts(offsets, width),
-            strict=True,
-        ):
-            # frozen dataclass: prime the cached properties as cached_property itself stores them
-            i.__dict__["conflict_degree"], i.__dict__["wavefronts"] = int(degree), int(waves)
+def _bank_costs(widths: list[int], offsets: list[np.ndarray]) -> list[tuple[int, int]]:
+    """(n-way conflict, wavefronts) of each access, one :mod:`banks` call per width for all of
+    them (a k-step of kernel 08 has a hundred instructions; one call each cost a frame 30 ms)."""
+    out = [(0, 0)] * len(widths)
+    for width in set(widths):
+        mine = [i for i, w in enumerate(widths) if w == width]
+        stacked = np.stack([offsets[i] for i in mine])
+        degrees = banks.conflict_degree(stacked, width)
+        waves = banks.wavefronts(stacked, width)
+        for i, degree, wave in zip(mine, degrees, waves, strict=True):
+            out[i] = (int(degree), int(wave))
+    return out
 
 
 @dataclass(frozen=True)
