@@ -5,6 +5,7 @@ Times are integer nanoseconds from kernel start, so FLOP per ns reads directly a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -217,3 +218,27 @@ def achieved_gflops(trace: Trace) -> float:
     if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not ms > 0:
         raise MatvizError("the trace has no kernel timing (stats.time_ms_median): record it again")
     return total_flops(trace) / (ms * 1e6)
+
+
+@dataclass(frozen=True)
+class TimelineCost:
+    """What instrumenting cost the run the timeline comes from: its build's level and how much
+    slower (%) it ran than the plain kernel (level 0) in the same process; ``min_blocks``: the
+    registers were bounded to keep level 0's blocks per SM."""
+
+    level: int
+    overhead_pct: float
+    min_blocks: int | None
+
+
+def timeline_cost(trace: Trace) -> TimelineCost | None:
+    """The timeline's instrumentation cost, or None where the trace does not say (simulated)."""
+    stats, m = trace.manifest["stats"], trace.manifest
+    pct = stats.get("overhead_pct")
+    if isinstance(pct, bool) or not isinstance(pct, (int, float)):
+        return None
+    level = int(m.get("sampling", {}).get("timeline_level", m["level"]))
+    bound = stats.get("instrumented_min_blocks")
+    if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+        bound = None  # absent, or not a count: not said
+    return TimelineCost(level, float(pct), bound)

@@ -37,12 +37,13 @@ def summary_lines(trace: Trace) -> list[str]:
         f"rel.error  {_fmt(stats.get('rel_error'), '.2e', 'not computed (simulated)')}",
     ]
     lines += _correctness_lines(trace)
-    overhead = stats.get("overhead_pct")
-    if overhead is not None:
-        timeline = m["sampling"].get("timeline_level", level)
-        bound = stats.get("instrumented_min_blocks")
+    cost = metrics.timeline_cost(trace)
+    if cost is not None:
+        bound = cost.min_blocks
         kept = f" (registers bounded to keep {bound} blocks/SM, as level 0)" if bound else ""
-        lines.append(f"overhead   level-{timeline} build {overhead:+.2f}% against level 0{kept}")
+        lines.append(
+            f"overhead   level-{cost.level} build {cost.overhead_pct:+.2f}% against level 0{kept}"
+        )
         tried = stats.get("stamp_form_overheads_pct") or {}
         if stats.get("stamp_form"):
             forms = ", ".join(f"{FORM_NAMES[f]} {pct:+.2f}%" for f, pct in sorted(tried.items()))

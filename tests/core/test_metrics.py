@@ -13,6 +13,7 @@ from matviz.core.metrics import (
     blocks_per_sm_histogram,
     flop_rate,
     max_resident,
+    timeline_cost,
     total_flops,
     waves,
 )
@@ -39,6 +40,30 @@ def test_achieved_gflops(make_trace):
     del trace.manifest["stats"]["time_ms_median"]
     with pytest.raises(MatvizError, match="time_ms_median"):
         achieved_gflops(trace)
+
+
+@pytest.mark.parametrize(
+    ("stats", "expected"),
+    [
+        ({"overhead_pct": 4.4, "instrumented_min_blocks": 4}, (2, 4.4, 4)),
+        ({"overhead_pct": -3}, (2, -3.0, None)),
+        ({"overhead_pct": 1.0, "instrumented_min_blocks": "4"}, (2, 1.0, None)),
+        ({"overhead_pct": 1.0, "instrumented_min_blocks": True}, (2, 1.0, None)),
+        ({"overhead_pct": 1.0, "instrumented_min_blocks": 0}, (2, 1.0, None)),
+        ({"overhead_pct": None}, None),  # simulated: nothing measured
+        ({"overhead_pct": True}, None),
+        ({"overhead_pct": "fast"}, None),
+        ({}, None),
+    ],
+)
+def test_timeline_cost_is_what_the_stats_say_or_nothing(make_trace, stats, expected):
+    trace = make_trace()
+    trace.manifest["level"] = 3
+    trace.manifest["sampling"] = {"timeline_level": 2}
+    trace.manifest["stats"] = {"gflops": 1.0, **stats}
+    cost = timeline_cost(trace)
+    got = None if cost is None else (cost.level, cost.overhead_pct, cost.min_blocks)
+    assert got == expected
 
 
 # -- scheduling ----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.app.views.block_steps import BlockStepsView
+from matviz.core.metrics import timeline_cost
 from matviz.core.timeline import Timeline
 from matviz.core.trace import Trace
 
@@ -32,6 +33,23 @@ MODES = ("wave", "progress")
 ASYNC_BLOCKS = 500_000  # above this many blocks the lanes are laid out off the GUI thread
 ODD_SM_IDLE = 255  # code of an idle cell in an odd SM's rows (banded background)
 PROGRESS_LEVELS = 64
+
+
+def cost_text(trace: Trace) -> str:
+    """What recording cost this timeline: the instrumented build's time against the plain
+    kernel's, measured in the same process ("" where the trace does not say: simulated)."""
+    cost = timeline_cost(trace)
+    if cost is None:
+        return ""
+    text = tr(
+        "Times from the level-{level} build: {pct:+.1f}% against the plain kernel (level 0), "
+        "timed in the same process"
+    ).format(level=cost.level, pct=cost.overhead_pct)
+    if cost.min_blocks:
+        text += tr(" (its registers bounded to keep {n} blocks per SM, as level 0)").format(
+            n=cost.min_blocks
+        )
+    return "<br>" + text + "."
 
 
 def wave_legend(waves: int) -> list[str]:
@@ -355,6 +373,7 @@ class SmLanesView(Retranslating, QWidget):
                 "{n} blocks on {sms} SMs × {slots} slots = {res} at a time → {waves} waves; "
                 "empty lanes at the end are the tail effect (the last wave does not fill the GPU)."
             ).format(n=n, sms=self.n_sms, slots=self.n_slots, res=self.n_rows, waves=waves)
+            + cost_text(trace)
         )
 
     def retranslate(self) -> None:
