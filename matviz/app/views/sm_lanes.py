@@ -35,21 +35,17 @@ ODD_SM_IDLE = 255  # code of an idle cell in an odd SM's rows (banded background
 PROGRESS_LEVELS = 64
 
 
-def cost_text(trace: Trace) -> str:
-    """What recording cost this timeline: the instrumented build's time against the plain
-    kernel's, measured in the same process ("" where the trace does not say: simulated)."""
-    cost = timeline_cost(trace)
+def time_axis_label(trace: Trace | None) -> str:
+    """The time axis, and what recording cost its times: the instrumented build's time against
+    the plain kernel's, measured in the same process (nothing where the trace does not say:
+    simulated). On the axis, one line: a wrapped caption would grow the view."""
+    label = tr("time since kernel start (µs)")
+    cost = timeline_cost(trace) if trace is not None else None
     if cost is None:
-        return ""
-    text = tr(
-        "Times from the level-{level} build: {pct:+.1f}% against the plain kernel (level 0), "
-        "timed in the same process"
-    ).format(level=cost.level, pct=cost.overhead_pct)
-    if cost.min_blocks:
-        text += tr(" (its registers bounded to keep {n} blocks per SM, as level 0)").format(
-            n=cost.min_blocks
-        )
-    return "<br>" + text + "."
+        return label
+    return label + " · " + tr("level-{level} build: {pct:+.1f}% against level 0").format(
+        level=cost.level, pct=cost.overhead_pct
+    )
 
 
 def wave_legend(waves: int) -> list[str]:
@@ -373,7 +369,6 @@ class SmLanesView(Retranslating, QWidget):
                 "{n} blocks on {sms} SMs × {slots} slots = {res} at a time → {waves} waves; "
                 "empty lanes at the end are the tail effect (the last wave does not fill the GPU)."
             ).format(n=n, sms=self.n_sms, slots=self.n_slots, res=self.n_rows, waves=waves)
-            + cost_text(trace)
         )
 
     def retranslate(self) -> None:
@@ -381,9 +376,9 @@ class SmLanesView(Retranslating, QWidget):
         self.mode_box.setItemText(0, tr("colour: SM wave"))
         self.mode_box.setItemText(1, tr("colour: k-tile progress"))
         item = self.plot.getPlotItem()
-        item.setLabel("bottom", tr("time since kernel start (µs)"))
-        item.setLabel("left", tr("SM (one row per resident block slot)"))
         trace = self.session.trace
+        item.setLabel("bottom", time_axis_label(trace))
+        item.setLabel("left", tr("SM (one row per resident block slot)"))
         if trace is not None:
             self.title.setText(
                 f"{tr('Thread blocks on the SMs over time')}<br>{palette.config_text(trace)} · "
