@@ -61,3 +61,17 @@ def test_naive_has_no_phases(view):
     session.set_playhead(int(session.trace.blocks["start"][0]) + 1)
     assert view.lit == () and "no k-steps" in view.caption.text()
     assert "B_COL_MAJOR" in view.text.toPlainText()
+
+
+def test_code_the_configuration_does_not_compile_is_grey(view):
+    session = view.session
+    session.set_trace(run(RunRequest("naive", 64, 64, 64, {"b_col_major": 1}, level=1)))
+    lines = view.text.toPlainText().splitlines()
+    left_out = "\n".join(lines[n - 1] for n in view.left_out)
+    assert "B[k * N + col]" in left_out and "B[col * K + k]" not in left_out
+    grey = {sel.cursor.blockNumber() + 1 for sel in view.text.extraSelections()
+            if sel.format.foreground().color().red() == 150}  # fmt: skip
+    assert set(view.left_out) <= grey
+    assert "does not compile (#if)" in view.caption.text()
+    session.set_trace(run(RunRequest("tiled", 128, 128, 128, level=2)))
+    assert view.left_out == () and "#if" not in view.caption.text()

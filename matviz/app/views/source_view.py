@@ -30,6 +30,7 @@ class SourceView(Retranslating, QWidget):
         self.session = session
         self.phases: list[source_map.PhaseLines] = []
         self.lit: tuple[int, ...] = ()  # 1-based lines lit now
+        self.left_out: tuple[int, ...] = ()  # 1-based lines the preprocessor drops here
         self.shown: tuple[int, BlockState] | None = None  # (block, state) of the lit lines
         self.path = ""  # the .cu file's name
         self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
@@ -64,10 +65,18 @@ class SourceView(Retranslating, QWidget):
         self.retranslate()
         self.text.setPlainText(source)
         self.phases = source_map.phase_lines(trace.config, source)
+        kept = source_map.compiled_lines(source, source_map.config_defines(trace.config))
+        lines = source.splitlines()
+        # code the preprocessor leaves out at this configuration (#if STAGES == 1 ... #else)
+        self.left_out = tuple(
+            n for n, line in enumerate(lines, start=1)
+            if not kept[n - 1] and line.strip() and not line.lstrip().startswith("#")
+        )  # fmt: skip
+        grey = set(self.left_out)
         self._dim = [
             self._selection(number, foreground=INSTRUMENTATION)
-            for number, line in enumerate(source.splitlines(), start=1)
-            if "MV_" in line.split("//", 1)[0]
+            for number, line in enumerate(lines, start=1)
+            if "MV_" in line.split("//", 1)[0] or number in grey
         ]
         self.shown = None
         self._follow()
@@ -126,11 +135,12 @@ class SourceView(Retranslating, QWidget):
             text = tr("This kernel has no k-steps: every thread runs the whole loop.")
         else:
             text = tr("Block {block}: {state}.").format(block=block, state=name)
-        self.caption.setText(
-            text
-            + " "
-            + tr("Grey lines are matviz's instrumentation: the macros that write the record.")
+        text += " " + tr(
+            "Grey lines are matviz's instrumentation: the macros that write the record."
         )
+        if self.left_out:
+            text += " " + tr("Grey too: the code this configuration does not compile (#if).")
+        self.caption.setText(text)
 
     def retranslate(self) -> None:
         self.placeholder.setText(tr("No trace loaded"))
