@@ -16,7 +16,7 @@ from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.app.views.on_screen import WhenOnScreen
-from matviz.core import source_map
+from matviz.core import preprocessor, source_map
 from matviz.core.timeline import BlockState
 
 STATES = {"loading": BlockState.LOADING, "computing": BlockState.COMPUTING}
@@ -65,14 +65,11 @@ class SourceView(Retranslating, QWidget):
         self.retranslate()
         self.text.setPlainText(source)
         self.phases = source_map.phase_lines(trace.config, source)
-        kept = source_map.compiled_lines(source, source_map.config_defines(trace.config))
-        lines = source.splitlines()
-        # code the preprocessor leaves out at this configuration (#if STAGES == 1 ... #else)
-        self.left_out = tuple(
-            n for n, line in enumerate(lines, start=1)
-            if not kept[n - 1] and line.strip() and not line.lstrip().startswith("#")
-        )  # fmt: skip
-        grey = set(self.left_out)
+        # code the preprocessor leaves out at this configuration (#if B_COL_MAJOR ... #else)
+        self.left_out = preprocessor.left_out_lines(
+            source, preprocessor.config_defines(trace.config)
+        )
+        lines, grey = source.splitlines(), set(self.left_out)
         self._dim = [
             self._selection(number, foreground=INSTRUMENTATION)
             for number, line in enumerate(lines, start=1)

@@ -1,11 +1,10 @@
-"""Which lines of a kernel's source the preprocessor keeps at a configuration, and the phase
-lines that follow from them."""
+"""Which lines of a kernel's source the preprocessor keeps at a configuration."""
 
 from __future__ import annotations
 
 import pytest
 
-from matviz.core import source_map
+from matviz.core import preprocessor
 from matviz.core.registry import get_kernel
 
 SOURCE = """\
@@ -46,7 +45,7 @@ h
 )
 def test_compiled_lines_follow_the_conditionals(defines, kept):
     lines = SOURCE.splitlines()
-    got = source_map.compiled_lines(SOURCE, defines)
+    got = preprocessor.compiled_lines(SOURCE, defines)
     assert len(got) == len(lines)
     # a condition it cannot read (1 / 0, a call) keeps its code: nothing is hidden that might
     # compile; directive lines are never code
@@ -62,8 +61,14 @@ def test_a_configuration_keeps_its_own_branch_of_the_source():
 
     def kept_code(col_major: int) -> str:
         config = kernel.configure({"b_col_major": col_major}, 64, 64, 64)
-        kept = source_map.compiled_lines(text, source_map.config_defines(config))
+        kept = preprocessor.compiled_lines(text, preprocessor.config_defines(config))
         return "\n".join(line for line, k in zip(lines, kept, strict=True) if k)
 
     assert "B[k * N + col]" in kept_code(0) and "B[col * K + k]" not in kept_code(0)
     assert "B[col * K + k]" in kept_code(1) and "B[k * N + col]" not in kept_code(1)
+
+
+def test_left_out_lines_are_the_dropped_code_not_the_directives():
+    source = "#if A\n#pragma unroll\nx();\n\n#else\ny();\n#endif\n#define B 2\n"
+    assert preprocessor.left_out_lines(source, {"A": 0}) == (2, 3)
+    assert preprocessor.left_out_lines(source, {"A": 1}) == (6,)
