@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import QSettings, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -209,6 +209,14 @@ class MainWindow(Retranslating, QMainWindow):
         self.central_stack.setCurrentIndex(which)
         self._sync_hidden()
 
+    def resize(self, *size) -> None:  # type: ignore[override]
+        """Qt holds a resize to the minimum of the arrangement the window has now (the wide one
+        needs 710-741 px of height, by trace and language): take the arrangement the new size
+        gets first, so a 1280x720 screen gets the compact one at its own size."""
+        target = QSize(*size) if len(size) == 2 else QSize(size[0])
+        self._set_compact(target.width() < COMPACT_WIDTH or target.height() < COMPACT_HEIGHT)
+        super().resize(target)
+
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
         size = event.size()
         self._set_compact(size.width() < COMPACT_WIDTH or size.height() < COMPACT_HEIGHT)
@@ -242,13 +250,22 @@ class MainWindow(Retranslating, QMainWindow):
         ):
             return  # the user arranged them: leave them be
         controls_h = self.controls.sizeHint().height() + 30
-        self.resizeDocks([self.controls_dock, self.explain_dock], [controls_h, 900], Qt.Vertical)
+        room = self.controls_dock.height() + self.explain_dock.height()
+        explain_h = max(room - controls_h, self.explain_dock.minimumSizeHint().height())
+        self.resizeDocks(
+            [self.controls_dock, self.explain_dock], [controls_h, explain_h], Qt.Vertical
+        )
 
     def _build_docks(self) -> None:
         self.controls = Controls()
         self.explain = ExplainPanel(self.session)
         self.controls_dock = QDockWidget(self, objectName="controls")
-        self.controls_dock.setWidget(self.controls)
+        # a kernel with many parameters (kernel 10: eight) would hold a 720-px window taller
+        # than the screen: on a short screen the controls scroll
+        controls_scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        controls_scroll.setWidget(self.controls)
+        controls_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.controls_dock.setWidget(controls_scroll)
         self.explain_dock = QDockWidget(self, objectName="explain")
         self.explain_dock.setWidget(self.explain)
         # Barrier waits come from a separate level-3 run: a diagnostics panel of their own,

@@ -90,3 +90,27 @@ def test_every_view_fits_and_the_grid_is_square(qtbot, window, size, language):
         assert seen == set(window.views), "a view is on no page"
     finally:
         i18n.set_language("en")
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_a_small_screen_gets_its_size_from_the_wide_layout(qapp, qtbot, tmp_path, language):
+    """The wide arrangement needs more height than 720 px with some recordings (kernel 10's:
+    733-741); going from 1920x1080 to 1280x720 must still give 1280x720, compact."""
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)
+    window = MainWindow(settings=settings, runner=Runner())
+    qtbot.addWidget(window)
+    window.show()
+    window.session.set_trace(
+        load_trace(TRACE_DIR / "mma_pipeline_bm128_bn128_bk32_wm64_wn64_s3_x1_1024.mvz")
+    )
+    i18n.set_language(language)
+    try:
+        _settle(qtbot, window, (1920, 1080))
+        assert not window.compact and window.minimumSize().height() > 720  # the wide one
+        _settle(qtbot, window, (1280, 720))
+        assert window.size().toTuple() == (1280, 720) and window.compact
+    finally:
+        i18n.set_language("en")
