@@ -46,6 +46,8 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
         f"{max(blas):.0f} GFLOP/s in the same runs; medians of CUDA-event times, level-0 and "
         f"instrumented builds interleaved in one process. Source: `{source}`."
     )
+    lines.append("")
+    lines.append(_targets(rows))
     if any(_form(r, tag) for r in rows for tag in ("l2", "l2s4")):
         lines.append("")
         lines.append(
@@ -54,6 +56,24 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
             "in the stamping warp's lanes."
         )
     return "\n".join(lines)
+
+
+# the instrumentation targets (issue 9): level 1 within 1%, level 2 within 3% of level 0
+TARGETS = (("level 1", "overhead_l1_pct", 1.0), ("level 2", "overhead_l2_pct", 3.0),
+           ("level 2 with every 4th block stamping", "overhead_l2s4_pct", 3.0))  # fmt: skip
+
+
+def _targets(rows: list[dict]) -> str:
+    """How many configurations meet each overhead target, and the furthest from it."""
+    parts = []
+    for what, key, limit in TARGETS:
+        within = sum(abs(r[key]) <= limit for r in rows)
+        worst = max(rows, key=lambda r: abs(r[key]))
+        parts.append(
+            f"{what} within {limit:.0f}% of level 0 in {within} of {len(rows)} configurations "
+            f"(furthest: {worst['kernel']} {worst['label']}, {worst[key]:+.2f}%)"
+        )
+    return "Targets: " + "; ".join(parts) + "."
 
 
 def _form(row: dict, tag: str) -> str:
