@@ -47,8 +47,10 @@ def _marks_of_call(name: str, args: list[str]) -> list[tuple[int, int]]:
     if c is None:
         return []
     j = _literal(args[-1]) if len(args) > 1 else None
-    if name == "MV_STEP_BEGIN":
+    if name in ("MV_STEP_BEGIN", "MV_STEP_OPEN"):
         return [(c, 0)]
+    if name == "MV_STEP_CLOSE" and j is not None:
+        return [(c, j)]
     if name == "MV_STEP_BEGIN_CHAINED" and j is not None:
         return [(c, 0), (c, j)]
     if name == "MV_STEP_MARK" and j is not None:

@@ -75,3 +75,18 @@ def test_code_the_configuration_does_not_compile_is_grey(view):
     assert "does not compile (#if)" in view.caption.text()
     session.set_trace(run(RunRequest("tiled", 128, 128, 128, level=2)))
     assert view.left_out == () and "#if" not in view.caption.text()
+
+
+@pytest.mark.parametrize("kernel", ["async_pipeline", "mma_pipeline"])
+def test_a_pipeline_lights_its_copies_while_it_only_loads(view, kernel):
+    """A cp.async pipeline's copy channel (MV_STEP_OPEN ... MV_STEP_CLOSE): while a block only
+    waits for its tiles (the prologue), the copies it issued and the wait and barrier are lit."""
+    session = view.session
+    session.set_trace(run(RunRequest(kernel, 256, 256, 256, level=2)))
+    session.select_block(0)
+    session.set_playhead(first_time(session, 0, BlockState.LOADING))
+    loading = lit_text(view)
+    assert "copy_step" in loading and "cp_async_wait<STAGES - 2>" in loading
+    assert "__syncthreads" in loading and "mma_16816(" not in loading and "+=" not in loading
+    session.set_playhead(first_time(session, 0, BlockState.COMPUTING))
+    assert "cp_async_wait<STAGES - 2>" not in lit_text(view)
