@@ -516,6 +516,13 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
             facts.append(tr(txt.FACT_RATE).format(**rate, pct=pct, cublas=f"{cublas:.0f}"))
         else:
             facts.append(tr(txt.FACT_RATE_ONLY).format(**rate))
+        cost = metrics.timeline_cost(trace)  # what the record cost the times on the timeline
+        if cost is not None:
+            pct = f"{cost.overhead_pct:+.1f}%"
+            text = tr(txt.FACT_TIMELINE_COST).format(level=cost.level, pct=pct)
+            if cost.min_blocks:
+                text += " " + tr(txt.FACT_TIMELINE_BOUNDED).format(n=cost.min_blocks)
+            facts.append(text)
 
     per_sm = metrics.blocks_per_sm_histogram(trace)
     used = per_sm[per_sm > 0]

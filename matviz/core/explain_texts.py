@@ -198,6 +198,13 @@ FACT_SIMULATED = "Simulated: these times come from a model of the {device}, not 
 FACT_RECORDED = "Recorded on {device} (timer: {timer})."
 FACT_RATE = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}: {pct}% of cuBLAS ({cublas} GFLOP/s)."
 FACT_RATE_ONLY = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}."
+FACT_TIMELINE_COST = (
+    "That rate is the plain kernel's (level 0). The timeline's times come from the level-{level} "
+    "build, which writes the record: timed beside it, it ran {pct} against level 0."
+)
+FACT_TIMELINE_BOUNDED = (
+    "Its registers were bounded to keep {n} blocks per SM, as at level 0."
+)
 FACT_WAVES = (
     "{blocks} blocks ran in {waves} waves: at most {resident} at once, {lo}-{hi} blocks per SM "
     "over the run, on {sms} SMs."

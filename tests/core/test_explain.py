@@ -291,6 +291,22 @@ def test_facts_of_a_simulated_trace(sim):
     assert "in 2048 B of shared memory" in text  # 2 x 16 x 16 x 4 B, in the lesson's unit
     assert "KB" not in text.split("shared memory")[0].rsplit(".", 1)[-1]
     assert "free of bank conflicts" in text  # tiled, PAD 0: the probe's loads broadcast
+    assert "build, which writes the record" not in text  # nothing measured, nothing said
+
+
+def test_facts_say_what_the_record_cost_the_timeline():
+    """The rate is the plain kernel's; the timeline's times come from the instrumented build,
+    whose cost against level 0 (measured beside it) and register bound the facts give."""
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    trace = load_trace(TRACE_DIR / "register_tiling_2d_bm64_bn64_bk16_tm8_tn4_1024.mvz")
+    stats = trace.manifest["stats"]
+    text = " ".join(trace_facts(trace))
+    assert "That rate is the plain kernel's (level 0)." in text
+    assert f"level-2 build, which writes the record: timed beside it, it ran " \
+        f"{stats['overhead_pct']:+.1f}% against level 0." in text
+    assert f"bounded to keep {stats['instrumented_min_blocks']} blocks per SM" in text
 
 
 def test_facts_show_padding_and_the_worst_conflict():
