@@ -227,3 +227,20 @@ def test_a_kernel_picked_starts_from_its_tuned_configuration(controls, tmp_path,
     _select(controls.kernel, "tiled")
     _select(controls.kernel, "vectorized")  # a broken file: the defaults, no error
     assert not controls.tuned_note.isVisibleTo(controls) and not controls.error
+
+
+def test_every_parameter_says_what_it_does_in_chinese(controls, qtbot):
+    """Each kernel parameter's tooltip (its description's help) has a Chinese translation."""
+    from matviz.app.i18n import load_table
+
+    table = load_table("zh_CN")
+    helps = {p.help for kernel in registry.kernels().values() for p in kernel.params}
+    assert sorted(h for h in helps if h not in table) == []
+    _select(controls.kernel, "mma_pipeline")
+    swizzle = registry.get_kernel("mma_pipeline").param("SWIZZLE").help
+    set_language("zh_CN")
+    try:
+        box = controls.params_boxes["SWIZZLE"]
+        qtbot.waitUntil(lambda: box.toolTip() == table[swizzle])
+    finally:
+        set_language("en")
