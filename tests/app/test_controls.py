@@ -230,12 +230,14 @@ def test_a_kernel_picked_starts_from_its_tuned_configuration(controls, tmp_path,
 
 
 def test_every_parameter_says_what_it_does_in_chinese(controls, qtbot):
-    """Each kernel parameter's tooltip (its description's help) has a Chinese translation."""
+    """Each kernel's title and each parameter's help (the tooltips of the kernel menu and the
+    parameter boxes) have a Chinese translation."""
     from matviz.app.i18n import load_table
 
     table = load_table("zh_CN")
-    helps = {p.help for kernel in registry.kernels().values() for p in kernel.params}
-    assert sorted(h for h in helps if h not in table) == []
+    kernels = registry.kernels().values()
+    texts = {p.help for kernel in kernels for p in kernel.params} | {k.title for k in kernels}
+    assert sorted(t for t in texts if t not in table) == []
     _select(controls.kernel, "mma_pipeline")
     swizzle = registry.get_kernel("mma_pipeline").param("SWIZZLE").help
     set_language("zh_CN")
