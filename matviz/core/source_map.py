@@ -6,8 +6,8 @@ mark. The macros name marks by channel and index: ``MV_STEP_BEGIN(c, t)`` stamps
 channel c, ``MV_STEP_MARK(c, t, j)`` mark j, ``MV_STEP_BEGIN_CHAINED(c, t, j)`` mark 0 and mark j
 of the step before, ``MV_CHANNEL_FLUSH_CHAINED(c, j)`` mark j of the last step; the seed
 kernels' shorthands (``MV_MARK_ISSUED`` ...) are those of channel 0. Only the lines the
-preprocessor keeps at the configuration's parameters count (a kernel may hold two forms of its
-loop under ``#if STAGES == 1`` ... ``#else``).
+preprocessor keeps at the configuration's parameters count (the naive kernel holds two loads of B
+under ``#if B_COL_MAJOR`` ... ``#else``).
 """
 
 from __future__ import annotations

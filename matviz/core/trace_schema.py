@@ -110,6 +110,7 @@ class Stats(_Section):
     span_ns: Count | None = None
     event_ms: NonNegative | None = None
     span_vs_event: NonNegative | None = None
+    instrumented_min_blocks: Positive | None = None  # the register bound the views state
     stamp_form: StampForm | None = None
     stamp_form_overheads_pct: dict[StampForm, Number] | None = None
 
