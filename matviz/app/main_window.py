@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, QSize, Qt, QTimer
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, QSettings, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -177,6 +178,8 @@ class MainWindow(Retranslating, QMainWindow):
         self.central_stack = QStackedWidget()
         self.central_stack.addWidget(self.splitter)
         self.central_stack.addWidget(self.tabs)
+        for tabs in (self.tabs, self.memory_tabs):  # a page shown: its canvases, see below
+            tabs.currentChanged.connect(lambda _: QTimer.singleShot(0, self._fit_canvases))
         self.compact: bool | None = None
         self._set_compact(False)
         self.playback = PlaybackBar(s)
@@ -208,6 +211,20 @@ class MainWindow(Retranslating, QMainWindow):
             right.setSizes([470, 440])
         self.central_stack.setCurrentIndex(which)
         self._sync_hidden()
+        QTimer.singleShot(0, self._fit_canvases)
+
+    def _fit_canvases(self) -> None:
+        """Every plot canvas's scene to the canvas's size. A canvas resized while hidden (moved
+        between the arrangements, or on a tab not in front) can miss the resize pyqtgraph lays
+        its plots out on: the throughput view kept a 662-px scene in a 446-px canvas at
+        1920x1080 (its FLOP-rate plot cut off below the first tick) and a 561-px-wide one in a
+        410-px canvas on the compact tab at 1280x720 (both plots cut off at the right)."""
+        for canvas in self.central_stack.findChildren(pg.GraphicsView):
+            if canvas.isVisible() and canvas.autoPixelRange:
+                # what GraphicsView.resizeEvent does (a PlotWidget's own setRange is its plot's)
+                pg.GraphicsView.setRange(
+                    canvas, QRectF(canvas.rect()), padding=0, disableAutoPixel=False
+                )
 
     def resize(self, *size) -> None:  # type: ignore[override]
         """Qt holds a resize to the minimum of the arrangement the window has now (the wide one

@@ -114,3 +114,29 @@ def test_a_small_screen_gets_its_size_from_the_wide_layout(qapp, qtbot, tmp_path
         assert window.size().toTuple() == (1280, 720) and window.compact
     finally:
         i18n.set_language("en")
+
+
+def test_every_plot_fills_its_canvas_after_the_arrangement_changes(qapp, qtbot, tmp_path):
+    """A canvas resized while hidden must still lay its plots out at its own size: the
+    throughput plots were cut off at 1920x1080 after 1280x720, and on the compact tab."""
+    import pyqtgraph as pg
+
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)
+    window = MainWindow(settings=settings, runner=Runner())
+    qtbot.addWidget(window)
+    window.show()
+
+    def stale():
+        return [
+            (type(canvas.parent()).__name__, canvas.size().toTuple())
+            for canvas in window.findChildren(pg.GraphicsView)
+            if canvas.isVisible() and canvas.centralWidget is not None
+            and canvas.centralWidget.geometry().size().toSize() != canvas.size()
+        ]  # fmt: skip
+
+    for size, tab in (((1920, 1080), None), ((1280, 720), 2), ((1920, 1080), None)):
+        _settle(qtbot, window, size)
+        if tab is not None:
+            window.tabs.setCurrentIndex(tab)
+            qtbot.wait(40)
+        assert stale() == [], (size, tab)
