@@ -139,16 +139,32 @@ def _copy_fill(config: KernelConfig, copies, t: int) -> dict[str, Any]:
     }
 
 
-def _which(phase: PhaseMarks, tr: Tr) -> dict[str, Any]:
+def _which(phase: PhaseMarks, n_barriers: int, tr: Tr) -> dict[str, Any]:
     """The barrier that ends ``phase``: its name as the description gives it ('__syncthreads'),
-    its number among the k-step's barriers, and that number as a word ('first')."""
-    number = phase.barrier + 1
-    which = txt.ORDINALS.get(number)
+    its number among the k-step's ``n_barriers`` barriers, and that number as a word."""
     return {
         "barrier": phase.phase.barrier,
-        "number": number,
-        "which": tr(which) if which else tr(txt.ORDINAL_N).format(number=number),
+        "number": phase.barrier + 1,
+        "which": barrier_ordinal(phase.barrier, n_barriers, tr),
     }
+
+
+def barrier_ordinal(index: int, n_barriers: int, tr: Tr = lambda s: s) -> str:
+    """Barrier ``index`` of a k-step's ``n_barriers`` as a word: 'first', 'second', or the
+    k-step's own where it has only one (no 'first' without a second)."""
+    if n_barriers == 1:
+        return tr(txt.ORDINAL_ONLY)
+    which = txt.ORDINALS.get(index + 1)
+    return tr(which) if which else tr(txt.ORDINAL_N).format(number=index + 1)
+
+
+def _async_copies(config: KernelConfig, phase: PhaseMarks) -> bool:
+    """Whether every store of ``phase`` is an asynchronous copy (cp.async): the threads issue
+    it and go on; it lands in shared memory later, while they compute."""
+    stores = [
+        rs.site for rs in config.sites if rs.site.kind == "store" and rs.site.phase == phase.name
+    ]
+    return bool(stores) and all(site.async_copy for site in stores)
 
 
 def _staged(config: KernelConfig, phase: PhaseMarks) -> dict[str, int]:
@@ -288,6 +304,11 @@ def explain(
                 last = {"last_idle": config.mma.first_warp - 1}
                 text = _join(text, tr(txt.PRODUCER_IDLE).format(**last))
             after = txt.COMPUTING_BARRIER
+        elif phase.phase.state == "loading" and staged and _async_copies(config, phase):
+            fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
+            fill["in_flight"] = trace.layout.in_flight
+            text = tr(txt.LOADING_ASYNC).format(**base, **smem, **fill)
+            after = txt.LOADING_NO_BARRIER if phase.left_out else txt.LOADING_ASYNC_BARRIER
         elif phase.phase.state == "loading" and staged:
             fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
             text = tr(txt.LOADING).format(**base, **smem, **fill)
@@ -304,10 +325,11 @@ def explain(
             text = tr(txt.IN_PHASE).format(**base)
             after = txt.IN_PHASE_NO_BARRIER if phase.left_out else txt.IN_PHASE_BARRIER
         if phase.barrier >= 0:
-            text = _join(text, tr(after).format(**_which(phase, tr)))
+            which = _which(phase, trace.layout.n_barriers, tr)
+            text = _join(text, tr(after).format(**which))
             # measured in the level-3 run, never on this time axis; a left-out barrier has none
             if len(trace.warp_blocks) and not phase.left_out:
-                note = tr(txt.WAITS_ELSEWHERE).format(**_which(phase, tr))
+                note = tr(txt.WAITS_ELSEWHERE).format(**which)
         title = txt.TITLE_PHASE
         loading = state == BlockState.LOADING
         concept = txt.CONCEPT_LOADING if loading else txt.CONCEPT_COMPUTING
@@ -316,6 +338,8 @@ def explain(
             concept = txt.CONCEPT_COMPUTING_WGMMA if from_shared else txt.CONCEPT_COMPUTING_MMA
         elif loading and config.copies:
             concept = txt.CONCEPT_LOADING_TMA
+        elif loading and _async_copies(config, phase):
+            concept = txt.CONCEPT_LOADING_ASYNC
         nums["phase"] = phase.name
     elif state == BlockState.DONE:
         fill = {"end": fmt_ns(end), "run": fmt_ns(end - start)}

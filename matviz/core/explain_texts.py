@@ -49,6 +49,20 @@ WAITING_TMA = (
     "consumer warps spin on slot {slot}'s mbarrier until the copy engine's {bytes} have landed. "
     "The producer asked for them as soon as the slot was free, up to {ahead} k-steps earlier."
 )
+# Copies a thread issues and leaves (cp.async): they land while the block computes earlier steps
+LOADING_ASYNC = (
+    "Block ({bx}, {by}) on SM {sm} is loading k-tile t = {t} of {n} (its {phase} phase): its "
+    "{threads} threads have issued asynchronous copies (cp.async) of {a_elems} elements of A "
+    "and {b_elems} of B into shared memory ({arrays}). A cp.async writes shared memory itself, "
+    "with no register in between, so a thread need not wait for it: {in_flight} k-steps are in "
+    "flight, each in its own slot of the tiles, and the block computes the earlier k-tiles "
+    "while the later ones travel."
+)
+LOADING_ASYNC_BARRIER = (
+    "Before this k-tile is computed, each thread waits for its own copies of it "
+    "(cp.async.wait_group), then everyone meets at the {which} {barrier}, so the tiles are "
+    "complete before anyone reads them and nobody still reads the slot the next copies fill."
+)
 LOADING_BARRIER = (
     "Then they wait at the {which} {barrier}, so the tiles are complete before anyone reads them."
 )
@@ -186,6 +200,9 @@ CONCEPT_COMPUTING_MMA = "Lesson 8 §20-23: a warp multiplies fragments on the Te
 CONCEPT_COMPUTING_WGMMA = (
     "Lesson 8 §20-23: a warpgroup multiplies tiles in shared memory on the Tensor Cores"
 )
+CONCEPT_LOADING_ASYNC = (
+    "Lesson 8 §24-25: double buffering, the next tiles copied while the block computes"
+)
 CONCEPT_LOADING_TMA = "Lesson 8 §24-25: the copy engine fills the next slots while others compute"
 CONCEPT_DONE = "Lesson 8 §14: the result is written once"
 CONCEPT_RUNNING = "Lesson 8 §9-10: the k-tile loop"
@@ -202,9 +219,7 @@ FACT_TIMELINE_COST = (
     "That rate is the plain kernel's (level 0). The timeline's times come from the level-{level} "
     "build, which writes the record: timed beside it, it ran {pct} against level 0."
 )
-FACT_TIMELINE_BOUNDED = (
-    "Its registers were bounded to keep {n} blocks per SM, as at level 0."
-)
+FACT_TIMELINE_BOUNDED = "Its registers were bounded to keep {n} blocks per SM, as at level 0."
 FACT_WAVES = (
     "{blocks} blocks ran in {waves} waves: at most {resident} at once, {lo}-{hi} blocks per SM "
     "over the run, on {sms} SMs."
@@ -253,6 +268,7 @@ FACT_SAMPLED = "Per-tile phases were kept for {kept} of {blocks} blocks."
 
 ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 ORDINAL_N = "{number}th"
+ORDINAL_ONLY = "k-step's"  # a k-step's one barrier: "the k-step's __syncthreads"
 
 LIMITERS = {
     "blocks": "block slots per SM",

@@ -304,8 +304,10 @@ def test_facts_say_what_the_record_cost_the_timeline():
     stats = trace.manifest["stats"]
     text = " ".join(trace_facts(trace))
     assert "That rate is the plain kernel's (level 0)." in text
-    assert f"level-2 build, which writes the record: timed beside it, it ran " \
+    assert (
+        f"level-2 build, which writes the record: timed beside it, it ran "
         f"{stats['overhead_pct']:+.1f}% against level 0." in text
+    )
     assert f"bounded to keep {stats['instrumented_min_blocks']} blocks per SM" in text
 
 
@@ -605,6 +607,38 @@ def test_a_pipeline_step_names_the_copies_in_flight_beside_it():
     row = tiled.phase_row(0)
     mid = int(tiled.mark("loaded")[row, 3]) + 1
     assert "Meanwhile" not in explain(tiled, Timeline(tiled), 0, mid).body
+
+
+def test_a_pipeline_copy_is_issued_and_left_not_waited_for():
+    """A copy phase whose stores are cp.async (the description's async_copy sites) says the
+    threads issued the copies and compute earlier k-tiles while they travel, then wait for
+    their own copies and meet at the k-step's one barrier; the lesson is double buffering
+    (§24-25), not the first __syncthreads of §11."""
+    trace = load_trace(TRACE_DIR / "async_pipeline_bm128_bn128_bk16_tm8_tn8_s3_p0_x1_1024.mvz")
+    row = trace.phase_row(36)
+    t = int(trace.mark("issue")[row, 10]) + 1
+    e = explain(trace, Timeline(trace), 36, t)
+    assert (
+        "have issued asynchronous copies (cp.async) of 2048 elements of A and 2048 of B" in e.body
+    )
+    assert "3 k-steps are in flight" in e.body and "cp.async.wait_group" in e.body
+    assert "meets at the k-step's __syncthreads" in e.body and "first" not in e.body
+    assert "§24-25" in e.concept and "§11" not in e.concept
+    # a synchronous copy keeps its words: the tiled kernel's threads copy, then wait
+    tiled = load_trace(TRACE_DIR / "tiled_t32_p0_1024.mvz")
+    row = tiled.phase_row(0)
+    body = explain(tiled, Timeline(tiled), 0, int(tiled.mark("issue")[row, 3]) + 1).body
+    assert "cp.async" not in body and "wait at the first __syncthreads" in body
+
+
+def test_a_k_step_with_one_barrier_names_it_without_an_ordinal():
+    from matviz.core.explain import barrier_ordinal
+
+    assert barrier_ordinal(0, 1) == "k-step's"
+    assert [barrier_ordinal(i, 2) for i in range(2)] == ["first", "second"]
+    assert barrier_ordinal(6, 7) == "7th"
+    zh = json.loads(ZH_PATH.read_text(encoding="utf-8"))
+    assert barrier_ordinal(0, 1, zh.get) == "本 k-step 的"
 
 
 def test_the_summary_says_which_form_of_the_marks_the_recorder_kept():

@@ -19,8 +19,13 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.views import palette
-from matviz.core import explain_texts as txt
-from matviz.core.explain import BarrierWaits, barrier_waits, diagnostics_slowdown_pct, fmt_ns
+from matviz.core.explain import (
+    BarrierWaits,
+    barrier_ordinal,
+    barrier_waits,
+    diagnostics_slowdown_pct,
+    fmt_ns,
+)
 from matviz.core.timeline import BlockState
 
 TITLE = "Barrier waits — from a separate level-3 run; not on this timeline's time axis"
@@ -187,9 +192,7 @@ class DiagnosticsView(Retranslating, QWidget):
     def barrier_name(self, i: int) -> str:
         """'first __syncthreads (ends load)': the description's name and phase."""
         ph = self.waits.barriers[i]
-        number = ph.barrier + 1
-        which = txt.ORDINALS.get(number)
-        which = tr(which) if which else tr(txt.ORDINAL_N).format(number=number)
+        which = barrier_ordinal(ph.barrier, len(self.waits.barriers), tr)
         return tr("{which} {barrier} (ends {phase})").format(
             which=which, barrier=ph.phase.barrier, phase=ph.name
         )
