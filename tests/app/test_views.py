@@ -315,6 +315,23 @@ def test_tiles_transposed_and_edge_blocks(views, session):
     assert f"As[r][c] = A[96 + c, {kt * 32} + r]" in tiles.caption.text()
 
 
+def test_a_ring_slot_above_the_first_maps_back_to_the_matrix_by_subtraction(views, session):
+    """Kernel 10 keeps STAGES slots of As stacked in one array: in slot 1, As row r holds A row
+    r - BM of block row 0, written as a subtraction, not as '-128 + row'."""
+    trace = simulate("mma_pipeline", 256, 256, 256, STAGES=3, SWIZZLE=0)
+    session.set_trace(trace)
+    tiles = views[TilesView]
+    block = trace.block_index(1, 0)
+    session.select_block(block)
+    row = trace.phase_row(block)
+    t = int(trace.mark("begin")[row, 1]) + 1  # computing k-step 1, in slot 1
+    session.set_playhead(t)
+    tiles._update()
+    assert tiles.ktile == 1
+    assert tiles.panels["As"].getAxis("left").labelText == "A row = row − 128"
+    assert "As[r][c] = A[r − 128, 32 + c]" in tiles.caption.text()
+
+
 def test_tiles_of_a_kernel_with_rectangular_arrays(views, session):
     trace = simulate("register_tiling_1d", 128, 128, 64, BM=64, BN=64, BK=8, TM=8)
     session.set_trace(trace)

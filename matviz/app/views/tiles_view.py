@@ -639,14 +639,14 @@ class TilesView(Retranslating, QWidget):
             coord = "k"
         else:
             coord = (tr("{matrix} row") if g == 0 else tr("{matrix} column")).format(matrix=source)
-        return f"{coord} = {base} + {which}"
+        return f"{coord} = {_offset(base, which)}"
 
     def _formula(self, cells: HeldCells) -> str:
         """'As[r][c] = A[96 + r, 64 + c]' when each axis maps simply, else ''."""
         maps = [axis_map(cells, axis) for axis in (0, 1)]
         if None in maps or {g for g, _ in maps} != {0, 1}:
             return ""
-        index = {g: f"{base} + {'rc'[axis]}" for axis, (g, base) in enumerate(maps)}
+        index = {g: _offset(base, "rc"[axis]) for axis, (g, base) in enumerate(maps)}
         return f"{cells.array.name}[r][c] = {cells.array.source}[{index[0]}, {index[1]}]"
 
     def _update_texts(self) -> None:
@@ -751,3 +751,9 @@ def _runs(path: QPainterPath, differ: np.ndarray, ends) -> None:
         (x0, y0), (x1, y1) = ends(int(a), int(b))
         path.moveTo(x0, y0)
         path.lineTo(x1, y1)
+
+
+def _offset(base: int, var: str) -> str:
+    """'96 + row', or 'row − 128' where the array's row lies before the matrix's (a slot of a
+    ring above the first)."""
+    return f"{var} − {-base}" if base < 0 else f"{base} + {var}"
