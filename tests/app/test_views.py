@@ -909,6 +909,29 @@ def test_throughput_value_labels_clear_the_reference_labels(qtbot, views, sessio
         assert not box.intersects(label) and inside.contains(box), text.toPlainText()
 
 
+def test_a_low_cublas_line_keeps_its_label_inside_the_plot(qtbot, views, session):
+    """Against the Tensor Core peak, cuBLAS fp16 at an odd size sits low in the plot; its label
+    goes above the line there, where it was drawn below it, under the axis."""
+    view = views[ThroughputView]
+    view.resize(420, 620)
+    view.show()
+    qtbot.waitExposed(view)
+    trace = simulate("wmma", 1000, 777, 336, level=1)
+    peak, _ = peak_gflops(trace.manifest["device"], trace.dtype)
+    assert trace.manifest["stats"]["cublas_gflops"] < 0.2 * peak
+    session.set_trace(trace)
+    session.add_run(RunPoint.from_trace(trace))
+    qtbot.waitUntil(lambda: view.runs_plot.getViewBox().height() > 100)
+    qtbot.wait(50)
+    label = view.cublas_line.label.sceneBoundingRect()
+    inside = view.runs_plot.getViewBox().sceneBoundingRect()
+    assert view.cublas_line.isVisible() and inside.contains(label)
+    line_y = view.runs_plot.getViewBox().mapViewToScene(
+        QPointF(0, view.cublas_line.value())
+    ).y()
+    assert label.bottom() <= line_y + 0.5  # above its line
+
+
 def _plot_texts(view) -> list[str]:
     """Axis labels, titles and tick labels of every plot of ``view`` (pyqtgraph items)."""
     import pyqtgraph as pg

@@ -100,7 +100,7 @@ class ThroughputView(Retranslating, QWidget):
             self.runs_plot.addItem(item)
             self.scatter[backend] = item
         # the peak's label sits above its line (the plot keeps room for it) and the cuBLAS
-        # label below its own, which is lower: they cannot collide, whatever the values
+        # label below its own, which is lower, or above it with room to the peak's line
         # the ladder preset joins its rungs as steps, kernel by kernel
         self.steps = pg.PlotDataItem(stepMode="center", pen=pg.mkPen((31, 119, 180), width=2))
         self.runs_plot.addItem(self.steps)
@@ -128,7 +128,6 @@ class ThroughputView(Retranslating, QWidget):
     ) -> pg.InfiniteLine:
         """A dashed reference line with its label right-aligned (or left-aligned) above (or
         below) it."""
-        anchor = (0 if left else 1, 0 if below else 1)
         line = pg.InfiniteLine(
             angle=0,
             movable=False,
@@ -138,12 +137,30 @@ class ThroughputView(Retranslating, QWidget):
                 "position": 0.01 if left else 0.99,
                 "color": color,
                 "fill": (255, 255, 255, 235),  # readable over points and value labels
-                "anchors": [anchor, anchor],
             },
         )
+        ThroughputView._place_label(line, below, left)
         line.setZValue(30)  # its label stays readable over points and value labels
         plot.addItem(line, ignoreBounds=True)
         return line
+
+    def _place_cublas_label(self) -> None:
+        """The cuBLAS label below its line; above it where the line is too low for a label
+        below (cuBLAS fp16 against the Tensor Core peak: 11%), which would fall under the axis,
+        unless it would meet the peak's label there (a plot a few lines high)."""
+        bottom, top = self.runs_plot.getViewBox().viewRange()[1]
+        px = max(self.runs_plot.getViewBox().height(), 1.0) / max(top - bottom, 1e-9)
+        label_px = QFontMetrics(QFont()).height() + 8
+        below_px = (self.cublas_line.value() - bottom) * px
+        above_px = (self.peak_line.value() - self.cublas_line.value()) * px
+        below = below_px >= label_px or above_px < label_px
+        self._place_label(self.cublas_line, below=below, left=True)
+
+    @staticmethod
+    def _place_label(line: pg.InfiniteLine, below: bool, left: bool) -> None:
+        anchor = (0 if left else 1, 0 if below else 1)
+        line.label.anchors = [anchor, anchor]
+        line.label.updatePosition()
 
     # -- session -> view ---------------------------------------------------------------------
     def refresh(self) -> None:
@@ -220,6 +237,7 @@ class ThroughputView(Retranslating, QWidget):
         label_px = QFontMetrics(QFont()).height() + 8
         top = self.peak / max(1.0 - label_px / height, 0.25)
         self.runs_plot.setYRange(0, max(HEADROOM * self.peak, top), padding=0)
+        self._place_cublas_label()
         for i in self.shown_runs:
             text = pg.TextItem(
                 f"{runs[i].gflops:,.0f}", color=palette.FOREGROUND, anchor=(0.5, 1.3)
@@ -317,6 +335,7 @@ class ThroughputView(Retranslating, QWidget):
         for line in (self.peak_line, self.rate_peak_line):
             line.setValue(peak)
             line.label.setFormat(short)
+        self._place_cublas_label()
         self.setToolTip(label)
 
     def _on_playhead(self, ns: int) -> None:
