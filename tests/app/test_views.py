@@ -169,6 +169,41 @@ def test_the_lanes_time_axis_says_what_recording_cost_the_timeline(qtbot, views,
     assert axis.labelText == "time since kernel start (µs)"
 
 
+def _row_labels(axis) -> list[tuple[float, float, str]]:
+    """(top, bottom, text) in scene pixels of the labels a vertical axis draws, top to bottom;
+    asserts that none overlaps the next."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(10, 10, QImage.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _, _, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    rects = [(axis.mapRectToScene(rect), text) for rect, _, text in texts]
+    boxes = sorted((r.top(), r.bottom(), t) for r, t in rects)
+    for (_, bottom, _), (top, _, _) in zip(boxes, boxes[1:], strict=False):
+        assert bottom <= top + 0.5, boxes
+    return boxes
+
+
+@pytest.mark.parametrize("height", [260, 420, 900])
+def test_the_sm_labels_never_overlap(qtbot, views, session, height):
+    """132 SMs' labels: every 8th where the lanes have room, fewer in a short view (an export
+    of every view at 1280x720 drew 17 labels in 90 px, one black smear)."""
+    lanes = views[SmLanesView]
+    lanes.resize(600, height)
+    lanes.show()
+    qtbot.waitExposed(lanes)
+    session.set_trace(sim("tiled", 2048, 32, 0, level=1))
+    qtbot.wait(50)
+    assert lanes.n_sms == 132
+    boxes = _row_labels(lanes.plot.getPlotItem().getAxis("left"))
+    assert len(boxes) >= 2 and boxes[0][2] == "SM 0"
+    if height >= 900:
+        assert [t for *_, t in boxes][:2] == ["SM 0", "SM 8"]  # the usual every 8th
+
+
 def test_lanes_look_up_blocks_and_move_the_playhead(views, session):
     trace = sim()
     session.set_trace(trace)
@@ -296,6 +331,28 @@ def test_tiles_label_shared_memory(views, session):
     assert "As[1][2] · word 35 · bank 3" in tiles.describe("As", 1, 2)  # 1 x 33 + 2
     assert "word 1058" in tiles.describe("Bs", 0, 2)  # Bs starts after 32 x 33 words of As
     assert "padding" in tiles.describe("As", 0, 32) and "holds" in tiles.describe("As", 0, 31)
+
+
+@pytest.mark.parametrize("height", [300, 900])
+def test_the_row_labels_of_a_tile_never_overlap(qtbot, views, session, height):
+    """A 128-row tile in a short panel (every view exported at 1280x720: 80 px) labels fewer
+    rows; with room it keeps about 8, the first at 0."""
+    tiles = views[TilesView]
+    tiles.resize(700, height)
+    tiles.show()
+    qtbot.waitExposed(tiles)
+    session.set_trace(simulate("wmma", 256, 256, 64, level=1))
+    qtbot.wait(50)
+    for name in ("As", "Bs"):
+        rows = tiles.config.array(name).rows
+        boxes = _row_labels(tiles.panels[name].getAxis("left"))
+        assert boxes and boxes[0][2] == "0", name
+        assert len(boxes) <= 8 and (height < 900 or len(boxes) >= min(rows, 4)), name
+    grid = views[GridView]
+    grid.resize(300, height // 2)
+    grid.show()
+    qtbot.wait(50)
+    assert _row_labels(grid.plot.getPlotItem().getAxis("left"))
 
 
 def test_tiles_transposed_and_edge_blocks(views, session):

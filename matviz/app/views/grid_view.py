@@ -81,7 +81,7 @@ class GridView(Retranslating, QWidget):
             item = self.plot.getPlotItem()
             # the square grid is narrow: two-digit labels 2 apart ran into each other at 32
             item.getAxis("bottom").setTicks([palette.index_ticks(gx, 8)])
-            item.getAxis("left").setTicks([palette.index_ticks(gy)])
+            palette.fitted_row_ticks(item.getAxis("left"), gy)
             self.gridlines.setPath(palette.cell_borders(gx, gy))
             self.viewbox.enableAutoRange()
             self._recolor()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QPainterPath, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QGraphicsPathItem,
     QGraphicsRectItem,
@@ -175,6 +175,30 @@ def index_ticks(n: int, max_labels: int = 16, offset: float = 0.5) -> list[tuple
         if n / step <= max_labels:
             break
     return [(i + offset, str(i)) for i in range(0, n, step)]
+
+
+def fitted_row_ticks(axis: pg.AxisItem, n: int, max_labels: int = 16) -> None:
+    """:func:`index_ticks` for rows 0..n-1 on a vertical ``axis``, no more labels than its
+    height holds (a tile's 128 rows in an 80-px panel of an export at 1280x720 drew 8 labels
+    on top of each other)."""
+    fit_vertical_ticks(axis, lambda room: [index_ticks(n, min(max_labels, room))])
+
+
+def fit_vertical_ticks(axis: pg.AxisItem, ticks_for: Callable[[int], list]) -> None:
+    """Ticks on a vertical ``axis`` from ``ticks_for(room)``, room being how many labels its
+    height holds, made again whenever the axis is resized."""
+    axis.ticks_for = ticks_for
+    if not getattr(axis, "fits_ticks", False):
+        axis.fits_ticks = True
+        axis.geometryChanged.connect(lambda: _fit_vertical_ticks(axis))
+    _fit_vertical_ticks(axis)
+
+
+def _fit_vertical_ticks(axis: pg.AxisItem) -> None:
+    height = axis.geometry().height()
+    label_px = QFontMetrics(axis.style.get("tickFont") or QFont()).height()
+    room = int(height // label_px) if height > 0 else 1 << 30  # unknown yet: the caller's
+    axis.setTicks(axis.ticks_for(max(room, 1)))
 
 
 _IN_PHASE = (BlockState.LOADING, BlockState.COMPUTING)

@@ -217,7 +217,7 @@ class SmLanesView(Retranslating, QWidget):
         span_us = self._span / 1000.0
         self.viewbox.setLimits(xMin=-0.05 * span_us, xMax=1.05 * span_us)
         self.viewbox.setRange(xRange=(0, span_us), yRange=(0, self.n_rows), padding=0.01)
-        self.plot.getPlotItem().getAxis("left").setTicks(self._sm_ticks())
+        palette.fit_vertical_ticks(self.plot.getPlotItem().getAxis("left"), self._sm_ticks)
         self._on_playhead(self.session.playhead_ns)
         self._on_selection(self.session.selected_block)
         self.laidOut.emit()
@@ -257,8 +257,12 @@ class SmLanesView(Retranslating, QWidget):
         self.image.setImage(self._codes(), lut=lut, levels=(0, 255), autoLevels=False)
         self.image.setRect(QRectF(0, 0, self._span / 1000.0, self.n_rows))
 
-    def _sm_ticks(self) -> list[list[tuple[float, str]]]:
+    def _sm_ticks(self, room: int) -> list[list[tuple[float, str]]]:
+        """'SM 0', 'SM 8', ...: every SM up to 16, else every 8th, fewer where the lanes hold
+        fewer than ``room`` labels (every view exported at 1280x720: 132 SMs in 90 px)."""
         step = 1 if self.n_sms <= 16 else 8
+        while step < self.n_sms and -(-self.n_sms // step) > room:
+            step *= 2
         half = self.n_slots / 2
         major = [(s * self.n_slots + half, f"SM {s}") for s in range(0, self.n_sms, step)]
         minor = [(s * self.n_slots + half, "") for s in range(self.n_sms) if s % step]

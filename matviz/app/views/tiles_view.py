@@ -277,7 +277,7 @@ class TilesView(Retranslating, QWidget):
                 )
                 self.hatch[arr.name].setRect(arr.cols, 0, arr.pad, arr.rows)
                 plot.getAxis("bottom").setTicks([self._word_ticks(arr.cols, arr.pad)])
-                plot.getAxis("left").setTicks([palette.index_ticks(arr.rows, 8)])
+                palette.fitted_row_ticks(plot.getAxis("left"), arr.rows, 8)
             self._update()
         self.stack.setCurrentIndex(0 if trace is None else 1)
         self.retranslate()
