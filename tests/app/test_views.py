@@ -355,6 +355,20 @@ def test_the_row_labels_of_a_tile_never_overlap(qtbot, views, session, height):
     assert _row_labels(grid.plot.getPlotItem().getAxis("left"))
 
 
+def test_a_ring_of_slots_has_a_row_label_at_each_slot(qtbot, views, session):
+    """Three 128-row slots of As (kernel 10, STAGES 3): labels a power of two apart, so rows
+    128 and 256, where slots 1 and 2 begin, are labelled (they read 0, 50, 100, ... before)."""
+    tiles = views[TilesView]
+    tiles.resize(900, 1000)
+    tiles.show()
+    qtbot.waitExposed(tiles)
+    session.set_trace(simulate("mma_pipeline", 256, 256, 256, STAGES=3, level=1))
+    qtbot.wait(50)
+    assert tiles.config.array("As").rows == 384
+    texts = [t for *_, t in _row_labels(tiles.panels["As"].getAxis("left"))]
+    assert {"0", "128", "256"} <= set(texts), texts
+
+
 def test_tiles_transposed_and_edge_blocks(views, session):
     trace = simulate("tiled_transposed", 100, 100, 100, tile=32, pad=0)
     session.set_trace(trace)

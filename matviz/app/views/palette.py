@@ -169,9 +169,11 @@ def wrap_title(plot: pg.PlotItem, width: float, margin: float = TITLE_MARGIN) ->
 
 
 def index_ticks(n: int, max_labels: int = 16, offset: float = 0.5) -> list[tuple[float, str]]:
-    """Ticks at cell centres (i + offset) for cells 0..n-1, thinned to about ``max_labels``."""
+    """Ticks at cell centres (i + offset) for cells 0..n-1, thinned to about ``max_labels``,
+    a power of two apart: tiles, warps and banks come in powers of two, so a tick falls on
+    each slot of a ring (rows 0, 128, 256 of three 128-row slots) and each warp."""
     step = 1
-    for step in (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 256, 512, 1024):
+    for step in (1 << e for e in range(31)):
         if n / step <= max_labels:
             break
     return [(i + offset, str(i)) for i in range(0, n, step)]
