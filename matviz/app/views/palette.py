@@ -199,7 +199,8 @@ def fit_vertical_ticks(axis: pg.AxisItem, ticks_for: Callable[[int], list]) -> N
 def _fit_vertical_ticks(axis: pg.AxisItem) -> None:
     height = axis.geometry().height()
     label_px = QFontMetrics(axis.style.get("tickFont") or QFont()).height()
-    room = int(height // label_px) if height > 0 else 1 << 30  # unknown yet: the caller's
+    # before the first layout the height is 0: no bound but the caller's own maximum
+    room = int(height // label_px) if height > 0 else 1 << 30
     axis.setTicks(axis.ticks_for(max(room, 1)))
 
 

@@ -150,7 +150,7 @@ class ThroughputView(Retranslating, QWidget):
         unless it would meet the peak's label there (a plot a few lines high)."""
         bottom, top = self.runs_plot.getViewBox().viewRange()[1]
         px = max(self.runs_plot.getViewBox().height(), 1.0) / max(top - bottom, 1e-9)
-        label_px = QFontMetrics(QFont()).height() + 8
+        label_px = _reference_label_px()
         below_px = (self.cublas_line.value() - bottom) * px
         above_px = (self.peak_line.value() - self.cublas_line.value()) * px
         below = below_px >= label_px or above_px < label_px
@@ -234,7 +234,7 @@ class ThroughputView(Retranslating, QWidget):
         self.runs_plot.setXRange(-margin, n - 1 + margin, padding=0)
         # room above the peak line for its label, however short the plot
         height = max(self.runs_plot.getViewBox().height(), 1.0)
-        label_px = QFontMetrics(QFont()).height() + 8
+        label_px = _reference_label_px()
         top = self.peak / max(1.0 - label_px / height, 0.25)
         self.runs_plot.setYRange(0, max(HEADROOM * self.peak, top), padding=0)
         self._place_cublas_label()
@@ -393,3 +393,8 @@ class ThroughputView(Retranslating, QWidget):
             else legend
         )
         self._update_lines()
+
+
+def _reference_label_px() -> int:
+    """The height of a reference line's label: one line of text and its frame."""
+    return QFontMetrics(QFont()).height() + 8
