@@ -158,21 +158,24 @@ def barrier_ordinal(index: int, n_barriers: int, tr: Tr = lambda s: s) -> str:
     return tr(which) if which else tr(txt.ORDINAL_N).format(number=index + 1)
 
 
+def _stores(config: KernelConfig, phase: PhaseMarks) -> list:
+    """The description's shared-memory stores made during ``phase`` (resolved sites)."""
+    return [rs for rs in config.sites if rs.site.kind == "store" and rs.site.phase == phase.name]
+
+
 def _async_copies(config: KernelConfig, phase: PhaseMarks) -> bool:
     """Whether every store of ``phase`` is an asynchronous copy (cp.async): the threads issue
     it and go on; it lands in shared memory later, while they compute."""
-    stores = [
-        rs.site for rs in config.sites if rs.site.kind == "store" and rs.site.phase == phase.name
-    ]
-    return bool(stores) and all(site.async_copy for site in stores)
+    stores = _stores(config, phase)
+    return bool(stores) and all(rs.site.async_copy for rs in stores)
 
 
 def _staged(config: KernelConfig, phase: PhaseMarks) -> dict[str, int]:
     """Elements of A and of B the block copies into shared memory during ``phase``, per k-step
     (the description's store sites of that phase)."""
     out: dict[str, int] = {}
-    for rs in config.sites:
-        if rs.site.kind == "store" and rs.site.source is not None and rs.site.phase == phase.name:
+    for rs in _stores(config, phase):
+        if rs.site.source is not None:
             arr = config.array(rs.site.array)
             elems = rs.repeat * config.threads * (rs.site.width // arr.elem_bytes)
             out[arr.source] = out.get(arr.source, 0) + elems
@@ -291,6 +294,7 @@ def explain(
         nums |= {"wave": wave, "waves": waves, "start_ns": start}
     elif phase is not None:  # loading or computing, in one of the description's phases
         staged = _staged(config, phase)
+        pipelined = _async_copies(config, phase)  # cp.async: issued, landing while it computes
         copies = [rc for rc in config.copies if rc.copy.phase == phase.name]
         if phase.phase.state == "loading" and copies:
             text = tr(txt.LOADING_TMA).format(**base, **smem, **_copy_fill(config, copies, k))
@@ -304,7 +308,7 @@ def explain(
                 last = {"last_idle": config.mma.first_warp - 1}
                 text = _join(text, tr(txt.PRODUCER_IDLE).format(**last))
             after = txt.COMPUTING_BARRIER
-        elif phase.phase.state == "loading" and staged and _async_copies(config, phase):
+        elif phase.phase.state == "loading" and staged and pipelined:
             fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
             fill["in_flight"] = trace.layout.in_flight
             text = tr(txt.LOADING_ASYNC).format(**base, **smem, **fill)
@@ -338,7 +342,7 @@ def explain(
             concept = txt.CONCEPT_COMPUTING_WGMMA if from_shared else txt.CONCEPT_COMPUTING_MMA
         elif loading and config.copies:
             concept = txt.CONCEPT_LOADING_TMA
-        elif loading and _async_copies(config, phase):
+        elif loading and pipelined:
             concept = txt.CONCEPT_LOADING_ASYNC
         nums["phase"] = phase.name
     elif state == BlockState.DONE:

@@ -169,9 +169,8 @@ def test_the_lanes_time_axis_says_what_recording_cost_the_timeline(qtbot, views,
     assert axis.labelText == "time since kernel start (µs)"
 
 
-def _row_labels(axis) -> list[tuple[float, float, str]]:
-    """(top, bottom, text) in scene pixels of the labels a vertical axis draws, top to bottom;
-    asserts that none overlaps the next."""
+def _drawn_labels(axis) -> list:
+    """(scene rectangle, text) of every tick label ``axis`` draws."""
     from PySide6.QtGui import QImage, QPainter
 
     image = QImage(10, 10, QImage.Format_ARGB32)
@@ -180,8 +179,13 @@ def _row_labels(axis) -> list[tuple[float, float, str]]:
         _, _, texts = axis.generateDrawSpecs(painter)
     finally:
         painter.end()
-    rects = [(axis.mapRectToScene(rect), text) for rect, _, text in texts]
-    boxes = sorted((r.top(), r.bottom(), t) for r, t in rects)
+    return [(axis.mapRectToScene(rect), text) for rect, _, text in texts]
+
+
+def _row_labels(axis) -> list[tuple[float, float, str]]:
+    """(top, bottom, text) in scene pixels of the labels a vertical axis draws, top to bottom;
+    asserts that none overlaps the next."""
+    boxes = sorted((r.top(), r.bottom(), t) for r, t in _drawn_labels(axis))
     for (_, bottom, _), (top, _, _) in zip(boxes, boxes[1:], strict=False):
         assert bottom <= top + 0.5, boxes
     return boxes
@@ -884,19 +888,6 @@ def test_banks_for_a_kernel_with_a_large_block(qtbot, views, session):
     assert "Bank 冲突：1 路" not in banks.summary.text()
 
 
-def _drawn_tick_texts(qtbot, view):
-    from PySide6.QtGui import QImage, QPainter
-
-    axis = view.runs_plot.getAxis("bottom")
-    image = QImage(10, 10, QImage.Format_ARGB32)
-    painter = QPainter(image)
-    try:
-        _, _, texts = axis.generateDrawSpecs(painter)
-    finally:
-        painter.end()
-    return [(axis.mapRectToScene(rect), text) for rect, _, text in texts]
-
-
 @pytest.mark.parametrize("size", [(900, 600), (560, 420), (420, 300)])
 def test_throughput_stays_readable_after_20_runs(qtbot, views, session, size):
     view = views[ThroughputView]
@@ -912,7 +903,7 @@ def test_throughput_stays_readable_after_20_runs(qtbot, views, session, size):
     session.add_run(RunPoint.from_trace(long))
     qtbot.waitUntil(lambda: view.runs_plot.getViewBox().width() > 100)
     qtbot.wait(50)  # the axis takes its new height
-    drawn = _drawn_tick_texts(qtbot, view)
+    drawn = _drawn_labels(view.runs_plot.getAxis("bottom"))
     assert [text for _, text in drawn] == [text for _, text in view.ticks]  # none dropped
     assert len(drawn) >= 2 and view.shown_runs[-1] == 19  # the newest run is labelled
     for (a, _), (b, _) in zip(drawn, drawn[1:], strict=False):

@@ -260,12 +260,11 @@ class SmLanesView(Retranslating, QWidget):
     def _sm_ticks(self, room: int) -> list[list[tuple[float, str]]]:
         """'SM 0', 'SM 8', ...: every SM up to 16, else every 8th, fewer where the lanes hold
         fewer than ``room`` labels (every view exported at 1280x720: 132 SMs in 90 px)."""
-        step = 1 if self.n_sms <= 16 else 8
-        while step < self.n_sms and -(-self.n_sms // step) > room:
-            step *= 2
+        usual = self.n_sms if self.n_sms <= 16 else -(-self.n_sms // 8)
+        shown = {int(s) for s, _ in palette.index_ticks(self.n_sms, min(usual, room), offset=0)}
         half = self.n_slots / 2
-        major = [(s * self.n_slots + half, f"SM {s}") for s in range(0, self.n_sms, step)]
-        minor = [(s * self.n_slots + half, "") for s in range(self.n_sms) if s % step]
+        major = [(s * self.n_slots + half, f"SM {s}") for s in sorted(shown)]
+        minor = [(s * self.n_slots + half, "") for s in range(self.n_sms) if s not in shown]
         return [major, minor]
 
     # -- session -> view ---------------------------------------------------------------------
