@@ -31,3 +31,32 @@ def test_the_ladder_table_is_the_saved_ladder():
     source = "resources/bench/h200_ladder_4096.json"
     rows = ladder.load_rows(RESOURCE_DIR / "bench" / "h200_ladder_4096.json")
     assert section(bench.README_START, bench.README_END) == ladder.markdown(rows, source)
+
+
+def test_the_kernel_table_command_refuses_a_bad_file_in_one_line_and_keeps_the_readme(
+    tmp_path, capsys
+):
+    """`python -m matviz.bench.readme_table F`: a truncated, mistyped or empty file, or a FIFO,
+    ends in one line and exit 2 with the README untouched; a good file rewrites the section."""
+    import os
+
+    saved = (RESOURCE_DIR / "bench" / "h200_kernels_4096.json").read_bytes()
+    readme = tmp_path / "README.md"
+    before = f"intro\n{readme_table.START}\nold\n{readme_table.END}\nend\n"
+    readme.write_text(before)
+    rows = json.loads(saved)
+    rows[0]["gflops"] = "fast"
+    bad = {"truncated.json": saved[: len(saved) // 2], "typed.json": json.dumps(rows).encode(),
+           "empty.json": b"[]"}  # fmt: skip
+    for name, data in bad.items():
+        (tmp_path / name).write_bytes(data)
+    os.mkfifo(tmp_path / "fifo.json")
+    for name in [*bad, "fifo.json"]:
+        assert readme_table.main([str(tmp_path / name), "--readme", str(readme)]) == 2, name
+        err = capsys.readouterr().err
+        assert err.startswith("readme_table: error: ") and err.count("\n") == 1, err
+        assert readme.read_text() == before
+    (tmp_path / "good.json").write_bytes(saved)
+    assert readme_table.main([str(tmp_path / "good.json"), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("intro\n") and text.endswith("end\n") and "| kernel |" in text

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
 from matviz.bench.ladder import by_dtype, row_dtype
@@ -81,19 +82,69 @@ def _form(row: dict, tag: str) -> str:
     return " (stored)" if row.get(f"stamp_form_{tag}") == "store" else ""
 
 
-def main() -> None:
+# what _table formats from each row
+NUMBERS = ("gflops", "pct_cublas", "overhead_l1_pct", "overhead_l2_pct", "overhead_l2s4_pct",
+           "span_vs_event_l1", "rel_error", "size")  # fmt: skip
+MAX_BYTES = 16 << 20
+
+
+def load_rows(path: Path) -> list[dict]:
+    """The rows ``python -m matviz.bench.kernels --json`` saved; MatvizError if not."""
+    from matviz.core.trace_io import read_small_file
+    from matviz.errors import MatvizError
+
+    try:
+        rows = json.loads(read_small_file(path, MAX_BYTES).decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError is one too
+        raise MatvizError(f"{path} is not JSON: {str(exc).splitlines()[0]}") from None
+
+    def fits(r: object) -> bool:
+        return (isinstance(r, dict) and isinstance(r.get("kernel"), str)
+                and isinstance(r.get("label"), str)
+                and all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)
+                        for k in NUMBERS))  # fmt: skip
+
+    if not isinstance(rows, list) or not rows or not all(fits(r) for r in rows):
+        raise MatvizError(f"{path} is not a `matviz.bench.kernels --json` file")
+    return rows
+
+
+def rewrite_section(path: Path, start: str, end: str, body: str, max_bytes: int = 4 << 20) -> None:
+    """Replace the one ``start`` ... ``end`` section of the text file ``path`` with ``body``,
+    atomically (a failed write leaves the file as it was); MatvizError otherwise."""
+    from matviz.core.trace_io import read_small_file
+    from matviz.errors import MatvizError
+    from matviz.export.atomic import AtomicOutput
+
+    try:
+        text = read_small_file(path, max_bytes).decode("utf-8")
+    except UnicodeDecodeError:
+        raise MatvizError(f"{path} is not UTF-8 text") from None
+    block = f"{start}\n{body}\n{end}"
+    pattern = re.escape(start) + ".*?" + re.escape(end)
+    new, count = re.subn(pattern, lambda _: block, text, flags=re.S)
+    if count != 1:
+        raise MatvizError(f"{path} needs exactly one {start} ... {end} section")
+    with AtomicOutput(path) as tmp:
+        Path(tmp).write_text(new, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from matviz.errors import MatvizError
+
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("bench_json", type=Path)
-    args = parser.parse_args()
-    rows = json.loads(args.bench_json.read_text())
-    text = README.read_text()
-    block = f"{START}\n{table(rows, args.bench_json.as_posix())}\n{END}"
-    new, count = re.subn(re.escape(START) + ".*?" + re.escape(END), block, text, flags=re.S)
-    if count != 1:
-        raise SystemExit(f"README.md needs exactly one {START} ... {END} section")
-    README.write_text(new)
-    print(f"updated {README}")
+    parser.add_argument("--readme", type=Path, default=README)
+    args = parser.parse_args(argv)
+    try:
+        rows = load_rows(args.bench_json)
+        rewrite_section(args.readme, START, END, table(rows, args.bench_json.as_posix()))
+    except MatvizError as exc:
+        print(f"readme_table: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"updated {args.readme}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,7 +8,6 @@ section (``--readme``) and as a plot (``--plot``, which needs Qt).
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -78,18 +77,6 @@ def run(args) -> int:
 
 
 def _rewrite_readme(path: Path, table: str) -> None:
-    from matviz.core.trace_io import read_small_file
-    from matviz.errors import MatvizError
-    from matviz.export.atomic import AtomicOutput
+    from matviz.bench.readme_table import rewrite_section
 
-    try:
-        text = read_small_file(path, README_MAX_BYTES).decode("utf-8")
-    except UnicodeDecodeError:
-        raise MatvizError(f"{path} is not UTF-8 text") from None
-    block = f"{README_START}\n{table}\n{README_END}"
-    pattern = re.escape(README_START) + ".*?" + re.escape(README_END)
-    new, count = re.subn(pattern, lambda _: block, text, flags=re.S)
-    if count != 1:
-        raise MatvizError(f"{path} needs exactly one {README_START} ... {README_END} section")
-    with AtomicOutput(path) as tmp:
-        Path(tmp).write_text(new, encoding="utf-8")
+    rewrite_section(path, README_START, README_END, table, README_MAX_BYTES)
