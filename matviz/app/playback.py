@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QToolButt
 
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
+from matviz.app.views.live_label import live
 
 PLAY_SECONDS = 10.0  # 1x plays the whole kernel in this many seconds
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -98,7 +99,7 @@ class PlaybackBar(Retranslating, QWidget):
         for widget in self._buttons:
             layout.addWidget(widget)
         layout.addWidget(self.slider, 1)
-        layout.addWidget(self.time_label)
+        layout.addWidget(live(self.time_label))
         layout.addWidget(self.speed)
 
         self.play_action = QAction(self, shortcut=QKeySequence(Qt.Key_Space))

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
+from matviz.app.views.live_label import live
 from matviz.app.views.on_screen import WhenOnScreen
 from matviz.core import access, banks, sass_table, store_fills
 from matviz.core import instructions as ins
@@ -120,7 +121,8 @@ class BanksView(Retranslating, QWidget):
         row.addWidget(self.warp_label)
         row.addWidget(self.warp_box)
         self.stack = palette.stacked(
-            self, self.placeholder, self.title, row, self.summary, (self.plot, 1), self.note_area
+            self, self.placeholder, live(self.title), row, live(self.summary), (self.plot, 1),
+            self.note_area,
         )
 
         self.plot.scene().sigMouseMoved.connect(self._on_move)
@@ -653,8 +655,10 @@ class BanksView(Retranslating, QWidget):
             for row in range(self.sites.count()):
                 self.sites.setItemText(row, self.site_text(row))
             item = self.plot.getPlotItem()
-            item.setLabel("bottom", tr("shared-memory bank (4-byte words, word index mod 32)"))
-            item.setLabel("left", tr("distinct words in the bank (passes)"))
+            palette.set_label(
+                item, "bottom", tr("shared-memory bank (4-byte words, word index mod 32)")
+            )
+            palette.set_label(item, "left", tr("distinct words in the bank (passes)"))
             self._update_texts()
 
 

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.views import palette
+from matviz.app.views.live_label import live
 from matviz.core.explain import (
     BarrierWaits,
     barrier_ordinal,
@@ -87,9 +88,8 @@ class DiagnosticsView(Retranslating, QWidget):
         self.stats = QLabel(textFormat=Qt.RichText, wordWrap=True)
         self.meaning = QLabel(wordWrap=True)
         self.stack = palette.stacked(
-            self, self.placeholder, self.title, self.subtitle, row, self.follow, (self.plot, 1),
-            self.stats,
-            self.meaning,
+            self, self.placeholder, self.title, live(self.subtitle), row, self.follow,
+            (self.plot, 1), live(self.stats), self.meaning,
         )  # fmt: skip
 
         self.ktile_box.valueChanged.connect(self._on_ktile_box)
@@ -186,7 +186,7 @@ class DiagnosticsView(Retranslating, QWidget):
         top = max(float(waits.waits.max()), 1.0)
         item.setYRange(-0.06 * top, top * 1.05, padding=0)
         item.setXRange(-0.6, n_warps - 0.4, padding=0)
-        item.getAxis("bottom").setTicks([palette.index_ticks(n_warps, 8, offset=0.0)])
+        palette.set_ticks(item.getAxis("bottom"), [palette.index_ticks(n_warps, 8, offset=0.0)])
 
     # -- texts -------------------------------------------------------------------------------
     def barrier_name(self, i: int) -> str:
@@ -250,7 +250,7 @@ class DiagnosticsView(Retranslating, QWidget):
         self.follow.setText(tr("follow the playhead"))
         self.meaning.setText(tr(MEANING))
         item = self.plot.getPlotItem()
-        item.setLabel("bottom", "warp")  # plot labels stay English
-        item.setLabel("left", "wait (ns)")
+        palette.set_label(item, "bottom", "warp")  # plot labels stay English
+        palette.set_label(item, "left", "wait (ns)")
         if trace is not None:
             self._update_texts()

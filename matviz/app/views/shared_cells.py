@@ -11,6 +11,7 @@ knows a kernel: a transposed store, a float4 store or a third array come out of 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -34,6 +35,12 @@ class HeldCells:
     @property
     def written(self) -> np.ndarray:
         return self.row >= 0
+
+    @cached_property
+    def axis_maps(self) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        """:func:`axis_map` of the rows and of the columns, worked out once (the tiles view
+        asks at each k-step for its axis labels and its formula)."""
+        return axis_map(self, 0), axis_map(self, 1)
 
     def text(self, r: int, c: int) -> str:
         """'A[3,17]', '0' (outside the matrix) or '' (padding, never written)."""

@@ -36,11 +36,11 @@ from PySide6.QtWidgets import (
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
+from matviz.app.views.live_label import live
 from matviz.app.views.shared_cells import (
     K_AXIS,
     HeldCells,
     ThreadReads,
-    axis_map,
     held_cells,
     in_flight_cells,
     load_phases,
@@ -50,6 +50,7 @@ from matviz.app.views.shared_cells import (
 )
 from matviz.core import banks, c_tile
 from matviz.core.kernel import WARP
+from matviz.core.recent import Recent
 from matviz.core.timeline import BlockState, Timeline
 
 A_TINTS = ((236, 238, 242), (200, 220, 245), (120, 165, 225), (25, 95, 200))
@@ -82,7 +83,7 @@ class TilesView(Retranslating, QWidget):
         self.cells: dict[str, HeldCells] = {}  # the shared arrays' content at this k-step
         # a ring of slots (in_flight > 1): what the other k-steps in flight put in theirs
         self.ring: dict[str, HeldCells] = {}
-        self._held_cache: dict[tuple[tuple[int, int], int], dict[str, HeldCells]] = {}
+        self._held_cache: Recent[dict[str, HeldCells]] = Recent(HELD_CACHE)
         self._rects: dict[str, QRectF] = {}  # A, B, C in element units
         self.thread = 0  # the selected thread of the block (its reads light up)
         self.mode = "full"  # "load": cells fill by warp; "compute": the thread's reads; "full"
@@ -140,14 +141,14 @@ class TilesView(Retranslating, QWidget):
         self.canvas.scene().sigMouseClicked.connect(self._on_click)
 
         body = QHBoxLayout()
-        body.addWidget(self.legend)
+        body.addWidget(live(self.legend))
         body.addWidget(self.canvas, 1)
         row = QHBoxLayout()
         row.addWidget(self.thread_label)
         row.addWidget(self.thread_box)
-        row.addWidget(self.activity, 1)
+        row.addWidget(live(self.activity), 1)
         self.stack = palette.stacked(
-            self, self.placeholder, self.title, row, body, self.no_smem, self.caption
+            self, self.placeholder, live(self.title), row, body, self.no_smem, live(self.caption)
         )
         session.traceChanged.connect(self.refresh)
         session.playheadChanged.connect(self._update)
@@ -191,12 +192,7 @@ class TilesView(Retranslating, QWidget):
     def _held(self, config, block: tuple[int, int], t: int) -> dict[str, HeldCells]:
         """held_cells, kept for the last few k-steps: a ring's slots reappear as the playhead
         walks on (step t + 1's slots are step t's ring)."""
-        key = (block, t)
-        if key not in self._held_cache:
-            if len(self._held_cache) >= HELD_CACHE:
-                self._held_cache.pop(next(iter(self._held_cache)))
-            self._held_cache[key] = held_cells(config, block, t)
-        return self._held_cache[key]
+        return self._held_cache.get((block, t), lambda: held_cells(config, block, t))
 
     def element(self, array: str, r: int, c: int) -> str:
         """Global element held by shared cell ``array[r][c]`` in the drawn k-step (or, in a
@@ -234,7 +230,7 @@ class TilesView(Retranslating, QWidget):
         trace = self.session.trace
         self.timeline = self.session.timeline
         self._drawn = None  # force a redraw
-        self._held_cache.clear()  # another trace: other cells
+        self._held_cache = Recent(HELD_CACHE)  # another trace: other cells
         self._step_key = self._reads_key = None
         self._drawn_smem = {}
         if trace is not None:
@@ -276,7 +272,7 @@ class TilesView(Retranslating, QWidget):
                     xRange=(0, arr.stride), yRange=(0, arr.rows), padding=0.02
                 )
                 self.hatch[arr.name].setRect(arr.cols, 0, arr.pad, arr.rows)
-                plot.getAxis("bottom").setTicks([self._word_ticks(arr.cols, arr.pad)])
+                palette.set_ticks(plot.getAxis("bottom"), [self._word_ticks(arr.cols, arr.pad)])
                 palette.fitted_row_ticks(plot.getAxis("left"), arr.rows, 8)
             self._update()
         self.stack.setCurrentIndex(0 if trace is None else 1)
@@ -630,7 +626,7 @@ class TilesView(Retranslating, QWidget):
     def _axis_text(self, cells: HeldCells, axis: int) -> str:
         """'k = 64 + row', 'A row = 96 + column': the global index along a shared axis."""
         which = tr("row") if axis == 0 else tr("column")
-        found = axis_map(cells, axis)
+        found = cells.axis_maps[axis]
         if found is None:
             return which
         g, base = found
@@ -643,7 +639,7 @@ class TilesView(Retranslating, QWidget):
 
     def _formula(self, cells: HeldCells) -> str:
         """'As[r][c] = A[96 + r, 64 + c]' when each axis maps simply, else ''."""
-        maps = [axis_map(cells, axis) for axis in (0, 1)]
+        maps = cells.axis_maps
         if None in maps or {g for g, _ in maps} != {0, 1}:
             return ""
         index = {g: _offset(base, "rc"[axis]) for axis, (g, base) in enumerate(maps)}
@@ -653,8 +649,7 @@ class TilesView(Retranslating, QWidget):
         """When the block, k-step or language changes: titles, axes, legend, caption."""
         trace, config = self.session.trace, self.config
         m, n, k = trace.shape
-        for name, text in (("A", f"A ({m}×{k})"), ("B", f"B ({k}×{n})"), ("C", f"C ({m}×{n})")):
-            self.panels[name].setTitle(text, color=palette.hexcolor(palette.FOREGROUND))
+        titles = {"A": f"A ({m}×{k})", "B": f"B ({k}×{n})", "C": f"C ({m}×{n})"}
         rows, cols = config.launch.c_tile
         parts = c_tile.pieces(self.owner, self.thread)
         shape = f"{parts[0][2]}×{parts[0][3]}" if parts else "-"
@@ -664,11 +659,14 @@ class TilesView(Retranslating, QWidget):
             title = tr("its C tile ({rows}×{cols}): {n} × {per} per thread")
         else:
             title = tr("its C tile ({rows}×{cols}): {per} per thread")
-        self.panels[TILE].setTitle(
-            title.format(rows=rows, cols=cols, per=shape, n=len(parts), tid=self.thread),
-            color=palette.hexcolor(palette.FOREGROUND),
-        )
-        self._wrap_timer.start()  # setTitle sized each title to one line again
+        titles[TILE] = title.format(rows=rows, cols=cols, per=shape, n=len(parts), tid=self.thread)
+        for arr in config.shared:
+            titles[arr.name] = tr("shared {array}[{rows}][{w}]").format(
+                array=arr.name, rows=arr.rows, w=arr.stride
+            )
+        retitled = [palette.set_title(self.panels[name], text) for name, text in titles.items()]
+        if any(retitled):
+            self._wrap_timer.start()  # setTitle sized each title to one line again
         self.legend.setText("<br>".join(self._legend()))
         self.no_smem.setVisible(not config.uses_shared)
         self.no_smem.setText(
@@ -693,15 +691,9 @@ class TilesView(Retranslating, QWidget):
             return
         for arr in config.shared:
             cells, plot = self.cells[arr.name], self.panels[arr.name]
-            plot.setTitle(
-                tr("shared {array}[{rows}][{w}]").format(
-                    array=arr.name, rows=arr.rows, w=arr.stride
-                ),
-                color=palette.hexcolor(palette.FOREGROUND),
-            )
-            plot.setLabel("left", self._axis_text(cells, 0))
-            plot.setLabel("bottom", self._axis_text(cells, 1))
-            plot.getAxis("bottom").setTicks([self._word_ticks(arr.cols, arr.pad)])  # 'pad
+            palette.set_label(plot, "left", self._axis_text(cells, 0))
+            palette.set_label(plot, "bottom", self._axis_text(cells, 1))
+            palette.set_ticks(plot.getAxis("bottom"), [self._word_ticks(arr.cols, arr.pad)])
         padded = any(arr.pad for arr in config.shared)
         formulas = [f for f in (self._formula(self.cells[a.name]) for a in config.shared) if f]
         self.caption.setText(
