@@ -168,6 +168,27 @@ def test_a_new_k_tile_sets_no_title_again(window, monkeypatch):
     assert len(labels) > 2 and len(set(labels.values())) == len(labels)  # k = 32t + column
 
 
+def test_a_new_k_tile_keeps_the_banks_instruction_list(window, monkeypatch):
+    """The banks view follows the playhead to each k-tile; the same warp's instructions stay
+    in the list (refilling it laid the view out again), and the title names the k-tile."""
+    session, banks = window.session, window.banks_view
+    window.memory_tabs.setCurrentWidget(banks)
+    trace = sim()
+    block = session.selected_block
+    start, end = (int(trace.blocks[f][block]) for f in ("start", "end"))
+    session.set_playhead(start + (end - start) // 8)
+    items = [banks.sites.itemText(i) for i in range(banks.sites.count())]
+    cleared = []
+    monkeypatch.setattr(banks.sites, "clear", lambda: cleared.append(1))
+    titles = set()
+    for i in range(2, 8):
+        session.set_playhead(start + (end - start) * i // 8)
+        titles.add(banks.title.text().split("<br>")[0])
+    assert items and cleared == []
+    assert [banks.sites.itemText(i) for i in range(banks.sites.count())] == items
+    assert len(titles) > 2  # k-tile t = 2, 3, ... of 16
+
+
 def test_an_axis_with_no_room_draws_one_row_label(qtbot):
     """A plot squeezed flat labels one row, not every row at one spot (it drew 8 there)."""
     plot = pg.PlotWidget()

@@ -175,10 +175,14 @@ class BanksView(Retranslating, QWidget):
         self.instrs = ins.instructions(trace.config, self.records, self.plan)
 
     def _fill_sites(self) -> None:
+        """The instruction list; refilled only where its texts changed (a new k-tile of the
+        same warp mostly has the same instructions, and a refill lays the view out again)."""
+        texts = [self.site_text(row) for row in range(len(self.instrs))]
         self.sites.blockSignals(True)
-        self.sites.clear()
-        if self.instrs:
-            self.sites.addItems([self.site_text(row) for row in range(len(self.instrs))])
+        if texts != [self.sites.itemText(i) for i in range(self.sites.count())]:
+            self.sites.clear()
+            self.sites.addItems(texts)
+        if texts:
             self.sites.setCurrentIndex(self._row())
         self.sites.blockSignals(False)
 
@@ -208,7 +212,8 @@ class BanksView(Retranslating, QWidget):
         self._load_records()
         self._fill_sites()
         self._draw()
-        self.retranslate()
+        self._set_title()
+        self._update_texts()
 
     def _on_warp(self, _warp: int) -> None:
         self._follow()
@@ -599,6 +604,25 @@ class BanksView(Retranslating, QWidget):
         notes = [padding, self.sass_text(), measured]
         self.note.setText("<br>".join(n for n in notes if n))
 
+    def _set_title(self) -> None:
+        """The block, warp and k-tile shown, the configuration and the source."""
+        trace = self.session.trace
+        block, warp, ktile = self.key or self._current_key()
+        b = trace.blocks[block]
+        self.title.setText(
+            tr(
+                "Shared-memory banks hit by one warp access: block ({bx}, {by}), warp {warp}, "
+                "{kt}"
+            ).format(
+                bx=int(b["bx"]),
+                by=int(b["by"]),
+                warp=warp,
+                kt=palette.ktile_text(ktile, trace.n_tiles),
+            )
+            + f"<br>{palette.config_text(trace)} · "
+            + palette.source_html(trace, self.session.source_label)
+        )
+
     def retranslate(self) -> None:
         trace = self.session.trace
         if trace is None:
@@ -628,21 +652,7 @@ class BanksView(Retranslating, QWidget):
                 ).format(kernel=trace.kernel)
             )
         else:
-            block, warp, ktile = self.key or self._current_key()
-            b = trace.blocks[block]
-            self.title.setText(
-                tr(
-                    "Shared-memory banks hit by one warp access: block ({bx}, {by}), warp {warp}, "
-                    "{kt}"
-                ).format(
-                    bx=int(b["bx"]),
-                    by=int(b["by"]),
-                    warp=warp,
-                    kt=palette.ktile_text(ktile, trace.n_tiles),
-                )
-                + f"<br>{palette.config_text(trace)} · "
-                + palette.source_html(trace, self.session.source_label)
-            )
+            self._set_title()
             self.site_label.setText(tr("Instruction (as ptxas emits it):"))
             self.sites.setToolTip(
                 tr(
