@@ -455,7 +455,16 @@ class KernelConfig:
         return out
 
     def lanes(self, warp: int, block: tuple[int, int] = (0, 0), t: int = 0, k: int = 0) -> Lanes:
-        tid = warp * WARP + np.arange(WARP)
+        return self._lanes(warp, warp * WARP + np.arange(WARP), block, t, k)
+
+    def block_lanes(self, block: tuple[int, int] = (0, 0), t: int = 0) -> Lanes:
+        """Every lane of the block's warps, warp after warp (k = 0)."""
+        tid = np.arange(self.warps * WARP)
+        return self._lanes(tid // WARP, tid, block, t, 0)
+
+    def _lanes(
+        self, warp: int | np.ndarray, tid: np.ndarray, block: tuple[int, int], t: int, k: int
+    ) -> Lanes:
         bx_threads = self.block[0]
         return Lanes(
             warp=warp,

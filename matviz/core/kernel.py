@@ -189,9 +189,10 @@ class SharedArray:
 
 @dataclass(frozen=True)
 class Lanes:
-    """The 32 lanes of one warp at one access: ids, block, k-step and the site's inner index."""
+    """The 32 lanes of one warp at one access: ids, block, k-step and the site's inner index
+    (or every lane of the block, warp after warp: ``warp`` is then each lane's warp)."""
 
-    warp: int
+    warp: int | np.ndarray
     tid: np.ndarray
     tx: np.ndarray
     ty: np.ndarray

@@ -352,3 +352,21 @@ def test_site_elements_equal_each_instance_s_global_elements(name: str) -> None:
                     alone = access.global_elements(config, rs.name, warp, block, t, k)
                     for a, b in zip(together, alone, strict=True):
                         assert np.array_equal(a[k], b), (params, rs.name, warp, k)
+
+
+@pytest.mark.parametrize("name", list(kernels()))
+def test_the_whole_block_at_once_equals_warp_by_warp(name: str) -> None:
+    """block_site_offsets / block_site_elements (the tiles view's one call per site) give what
+    site_offsets / site_elements give for each warp, on an edge block of a ragged shape."""
+    config = configure(name, None, 257, 129, 136)
+    block = (config.launch.grid[0] - 1, config.launch.grid[1] - 1)
+    for rs in config.sites:
+        together = access.block_site_offsets(config, rs.name, block, 1)
+        each = [access.site_offsets(config, rs.name, w, block, 1) for w in range(config.warps)]
+        np.testing.assert_array_equal(together, np.stack(each), err_msg=rs.name)
+        if rs.site.source is None:
+            continue
+        together = access.block_site_elements(config, rs.name, block, 1)
+        each = [access.site_elements(config, rs.name, w, block, 1) for w in range(config.warps)]
+        for a, b in zip(together, zip(*each, strict=True), strict=True):
+            np.testing.assert_array_equal(a, np.stack(b), err_msg=rs.name)

@@ -20,6 +20,7 @@ from matviz.core.config import KernelConfig
 from matviz.core.kernel import WARP, SharedArray
 
 K_AXIS = {"A": 1, "B": 0}  # k runs along A's columns and B's rows
+_TENS = 10 ** np.arange(1, 19, dtype=np.int64)  # a number has 1 + (how many of these <= it) digits
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class HeldCells:
 
     def longest_text(self) -> int:
         """The length of the longest of :meth:`texts`, without making them."""
-        digits = [1 + sum(v >= 10**i for i in range(1, 19)) for v in (self.row, self.col)]
+        digits = [1 + np.searchsorted(_TENS, v, side="right") for v in (self.row, self.col)]
         inside = np.where(self.inside, len(self.array.source) + 3 + digits[0] + digits[1], 1)
         return int(np.where(self.written, inside, 0).max(initial=0))
 
@@ -94,19 +95,21 @@ def held_cells(config: KernelConfig, block: tuple[int, int], t: int) -> dict[str
         n_rows, n_cols = config.matrix_shape(arr.source)
         base = config.array_bases[arr.name]
         per_lane = max(site.width // arr.elem_bytes, 1)  # a vector store fills adjacent cells
-        for warp in range(config.warps):
-            # every instance k of the warp at once, in program order (k, then lane)
-            offsets = access.site_offsets(config, rs.name, warp, block, t).ravel()
-            elements = access.site_elements(config, rs.name, warp, block, t)
-            live = offsets >= 0
-            grow, gcol = (a.ravel()[live] for a in elements[:2])
-            local = (offsets[live].astype(np.int64) - base) // arr.elem_bytes
-            for j in range(per_lane):
-                r, c = np.divmod(local + j, arr.stride)
-                row_of[r, c] = grow
-                col_of[r, c] = gcol + j
-                inside_of[r, c] = (grow < n_rows) & (gcol + j < n_cols)
-                warp_of[r, c] = warp
+        # every warp's instances at once, in program order (warp, k, lane): a later store to
+        # a cell wins, as the loop over warps had it
+        offsets = access.block_site_offsets(config, rs.name, block, t)
+        elements = access.block_site_elements(config, rs.name, block, t)
+        warps = np.broadcast_to(np.arange(config.warps)[:, None, None], offsets.shape).ravel()
+        offsets = offsets.ravel()
+        live = offsets >= 0
+        grow, gcol = (a.ravel()[live] for a in elements[:2])
+        local = (offsets[live].astype(np.int64) - base) // arr.elem_bytes
+        for j in range(per_lane):
+            r, c = np.divmod(local + j, arr.stride)
+            row_of[r, c] = grow
+            col_of[r, c] = gcol + j
+            inside_of[r, c] = (grow < n_rows) & (gcol + j < n_cols)
+            warp_of[r, c] = warps[live]
     for rc in config.copies:  # boxes the copy engine writes, asked for by warp 0's thread 0
         arr = config.array(rc.copy.array)
         row_of, col_of, inside_of, warp_of = grids[arr.name]
