@@ -10,7 +10,8 @@
   1024^3 with the simulator backend (it includes the controls' 400 ms debounce; the number
   without it is printed too).
 
-``python -m matviz.bench.gui --trace F.mvz ...`` measures the playback of those traces instead.
+``python -m matviz.bench.gui --trace F.mvz ... [--speed 4]`` measures the playback of those
+traces instead (at 4x a k-tile of most bundled recordings passes every frame).
 
 ``python -m matviz.bench.gui --open FILE.mvz`` prints instead the seconds from starting
 ``matviz FILE.mvz`` (a new process) to its window shown, and to its SM lanes filled in (huge
@@ -35,6 +36,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from matviz.app.controls import DEBOUNCE_MS  # noqa: E402
 from matviz.app.main_window import MainWindow  # noqa: E402
+from matviz.app.playback import PLAY_SECONDS, SPEEDS  # noqa: E402
 from matviz.backends.contract import RunRequest  # noqa: E402
 from matviz.backends.simulator import simulate  # noqa: E402
 from matviz.core.trace_io import load_trace  # noqa: E402
@@ -63,8 +65,11 @@ def _window(trace, settings: QSettings) -> MainWindow:
     return window
 
 
-def playback_fps(app: QApplication, trace, settings: QSettings, frames: int, play_s: float):
-    """(frames/s when every frame is drawn, frames/s the animation timer reached)."""
+def playback_fps(
+    app: QApplication, trace, settings: QSettings, frames: int, play_s: float, speed: float = 1.0
+):
+    """(frames/s when every frame is drawn, frames/s the animation timer reached at ``speed``;
+    it plays for ``play_s`` seconds, or until the playhead reaches the end)."""
     window = _window(trace, settings)
     session = window.session
     gx, gy = trace.grid
@@ -80,11 +85,11 @@ def playback_fps(app: QApplication, trace, settings: QSettings, frames: int, pla
     drawn = frames / (time.perf_counter() - t0)
 
     session.set_playhead(0)
-    window.playback.speed.setCurrentIndex(window.playback.speed.findData(1.0))
+    window.playback.speed.setCurrentIndex(window.playback.speed.findData(speed))
     clock = QElapsedTimer()
     clock.start()
     window.playback.play()
-    _run_loop(int(play_s * 1000))
+    _run_loop(int(min(play_s, 0.9 * PLAY_SECONDS / speed) * 1000))
     ticks = window.playback.frames
     window.playback.pause()
     reached = ticks / (clock.elapsed() / 1000)
@@ -178,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer frames and repeats")
     parser.add_argument("--open", metavar="MVZ", help="time start-up on this trace instead")
     parser.add_argument("--trace", metavar="MVZ", nargs="+", help="play these traces instead")
+    parser.add_argument("--speed", type=float, default=1.0, choices=SPEEDS,
+                        help="the playback speed of --trace (default 1)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.open:
         print(f"open {args.open}: {time_to_window(args.open)}")
@@ -190,9 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.trace:
         for path in args.trace:
             trace = load_trace(path)
-            drawn, reached = playback_fps(app, trace, settings, frames, play_s)
+            drawn, reached = playback_fps(app, trace, settings, frames, play_s, args.speed)
             print(f"playback  {path} ({len(trace.blocks)} blocks): {drawn:6.1f} frames/s drawn "
-                  f"one by one, {reached:5.1f} fps reached by the 60 fps timer")  # fmt: skip
+                  f"one by one, {reached:5.1f} fps reached by the 60 fps timer at "
+                  f"{args.speed:g}x")  # fmt: skip
         return 0
     for tile in (32, 16):
         t0 = time.perf_counter()
