@@ -23,11 +23,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from typing import NoReturn
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -40,6 +42,7 @@ from matviz.app.playback import PLAY_SECONDS, SPEEDS  # noqa: E402
 from matviz.backends.contract import RunRequest  # noqa: E402
 from matviz.backends.simulator import simulate  # noqa: E402
 from matviz.core.trace_io import load_trace  # noqa: E402
+from matviz.errors import MatvizError  # noqa: E402
 
 
 def _run_loop(ms: int) -> None:
@@ -178,8 +181,13 @@ def time_to_window(path: str) -> str:
     return text
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, as every matviz command
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m matviz.bench.gui", description=__doc__)
+    parser = _Parser(prog="python -m matviz.bench.gui", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer frames and repeats")
     parser.add_argument("--open", metavar="MVZ", help="time start-up on this trace instead")
     parser.add_argument("--trace", metavar="MVZ", nargs="+", help="play these traces instead")
@@ -195,8 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     settings = QSettings(os.devnull, QSettings.IniFormat)
     print(f"matviz GUI benchmark ({os.environ['QT_QPA_PLATFORM']}, 1600x1000, every view shown)")
     if args.trace:
-        for path in args.trace:
-            trace = load_trace(path)
+        try:
+            traces = [load_trace(path) for path in args.trace]
+        except MatvizError as exc:
+            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+            return 2
+        for path, trace in zip(args.trace, traces, strict=True):
             drawn, reached = playback_fps(app, trace, settings, frames, play_s, args.speed)
             print(f"playback  {path} ({len(trace.blocks)} blocks): {drawn:6.1f} frames/s drawn "
                   f"one by one, {reached:5.1f} fps reached by the 60 fps timer at "
@@ -226,4 +238,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # Ctrl-C ends it at once (exit 130): it writes nothing, and Python would hold the
+    # KeyboardInterrupt until Qt's event loop had played to the end
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     sys.exit(main())
