@@ -143,26 +143,38 @@ def _evaluate_records(
     return records
 
 
+_NEEDS_NUMBERS = (TypeError, ValueError, IndexError, FloatingPointError)
+
+
+def _at_once(
+    config: KernelConfig, fn: Where, lanes: Lanes, repeat: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, col, mask) of ``lanes`` for instances k = 0 .. repeat - 1, as (repeat, lanes)
+    arrays, from one call of ``fn`` with k a column; raises one of _NEEDS_NUMBERS where ``fn``
+    needs k as a number (a Python condition on it, an int() of it)."""
+    shape = (repeat, lanes.tid.size)
+    with np.errstate(all="raise"):
+        out = fn(dataclasses.replace(lanes, k=np.arange(repeat)[:, None]), config.p)  # type: ignore[arg-type]
+        row, col = (np.broadcast_to(np.asarray(v, np.int64), shape) for v in out[:2])
+        mask = np.broadcast_to(lanes.active, shape)
+        if len(out) > 2:
+            mask = mask & np.broadcast_to(np.asarray(out[2], bool), shape)
+    return row, col, mask
+
+
 def evaluate_instances(
     config: KernelConfig, fn: Where, warp: int, block: tuple[int, int], t: int, repeat: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``evaluate`` for instances k = 0 .. repeat - 1 at once, as (repeat, 32) arrays: one call
     of ``fn`` with k a column where it takes arrays (numpy broadcasting; a hundred calls a k-step
     had cost playback 17 ms a frame), else one call per instance."""
-    lanes = config.lanes(warp, block, t, 0)
-    shape = (repeat, WARP)
     try:
-        with np.errstate(all="raise"):
-            out = fn(dataclasses.replace(lanes, k=np.arange(repeat)[:, None]), config.p)  # type: ignore[arg-type]
-            row, col = (np.broadcast_to(np.asarray(v, np.int64), shape) for v in out[:2])
-            mask = np.broadcast_to(lanes.active, shape)
-            if len(out) > 2:
-                mask = mask & np.broadcast_to(np.asarray(out[2], bool), shape)
-    except (TypeError, ValueError, IndexError, FloatingPointError):
-        # a function that needs k as a number (a Python condition on it, an int() of it)
+        return _at_once(config, fn, config.lanes(warp, block, t, 0), repeat)
+    except _NEEDS_NUMBERS:
         each = [evaluate(config, fn, warp, block, t, k) for k in range(repeat)]
+        shape = (repeat, WARP)
         row, col, mask = (np.stack(parts).reshape(shape) for parts in zip(*each, strict=True))
-    return row, col, mask
+        return row, col, mask
 
 
 def block_instances(
@@ -171,20 +183,14 @@ def block_instances(
     """:func:`evaluate_instances` of every warp of the block, as (warps, repeat, 32) arrays: one
     call of ``fn`` for the block where it takes arrays (the tiles view asked warp by warp, 3.4
     ms of each new k-tile of kernel 07's playback), else warp by warp."""
-    lanes = config.block_lanes(block, t)
-    shape = (repeat, config.warps * WARP)
     try:
-        with np.errstate(all="raise"):
-            out = fn(dataclasses.replace(lanes, k=np.arange(repeat)[:, None]), config.p)  # type: ignore[arg-type]
-            row, col = (np.broadcast_to(np.asarray(v, np.int64), shape) for v in out[:2])
-            mask = np.broadcast_to(lanes.active, shape)
-            if len(out) > 2:
-                mask = mask & np.broadcast_to(np.asarray(out[2], bool), shape)
-    except (TypeError, ValueError, IndexError, FloatingPointError):
+        found = _at_once(config, fn, config.block_lanes(block, t), repeat)
+    except _NEEDS_NUMBERS:
         each = [evaluate_instances(config, fn, w, block, t, repeat) for w in range(config.warps)]
-        return tuple(np.stack(parts) for parts in zip(*each, strict=True))  # type: ignore[return-value]
+        row, col, mask = (np.stack(parts) for parts in zip(*each, strict=True))
+        return row, col, mask
     by_warp = (repeat, config.warps, WARP)
-    row, col, mask = (a.reshape(by_warp).transpose(1, 0, 2) for a in (row, col, mask))
+    row, col, mask = (a.reshape(by_warp).transpose(1, 0, 2) for a in found)
     return row, col, mask
 
 

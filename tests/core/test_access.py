@@ -370,3 +370,18 @@ def test_the_whole_block_at_once_equals_warp_by_warp(name: str) -> None:
         each = [access.site_elements(config, rs.name, w, block, 1) for w in range(config.warps)]
         for a, b in zip(together, zip(*each, strict=True), strict=True):
             np.testing.assert_array_equal(a, np.stack(b), err_msg=rs.name)
+
+
+def test_a_function_that_needs_numbers_is_evaluated_warp_by_warp() -> None:
+    """A description's function with a Python condition on k cannot take every instance at
+    once: the whole block still comes out, warp by warp, equal to each warp's."""
+    config = configure("tiled", {"tile": 16, "pad": 1}, 64, 64, 64)
+
+    def needs_k(th, _p):
+        return (th.tid // 16 if int(th.k) % 2 else th.tid % 16), th.tid + int(th.k)
+
+    together = access.block_instances(config, needs_k, (1, 2), 3, 4)
+    each = [access.evaluate_instances(config, needs_k, w, (1, 2), 3, 4) for w in range(8)]
+    for a, b in zip(together, zip(*each, strict=True), strict=True):
+        np.testing.assert_array_equal(a, np.stack(b))
+    assert together[0].shape == (8, 4, 32)
