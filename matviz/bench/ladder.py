@@ -224,19 +224,28 @@ def _titles(rows: list[dict[str, Any]]) -> list[str]:
     return titles
 
 
-def load_rows(path: Path) -> list[dict[str, Any]]:
-    """Rows a ``--json`` run saved; MatvizError when the file is not one."""
+def read_rows(
+    path: Path, max_bytes: int, fits: Callable[[Any], bool], what: str
+) -> list[dict[str, Any]]:
+    """The JSON list of rows in ``path``, each of which ``fits``; MatvizError naming ``what``
+    (the command that writes such files) when the file is not one."""
     from matviz.core.trace_io import read_small_file
 
     try:
-        rows = json.loads(read_small_file(path, MAX_ROWS_BYTES).decode("utf-8"))
+        rows = json.loads(read_small_file(path, max_bytes).decode("utf-8"))
     except ValueError as exc:  # UnicodeDecodeError is one too
         raise MatvizError(f"{path} is not JSON: {str(exc).splitlines()[0]}") from None
-    needed = {"kernel", "config", "size", "gflops", "cublas_gflops", "peak_gflops"}
-    if (
-        not isinstance(rows, list)
-        or not rows
-        or not all(isinstance(r, dict) and needed <= set(r) for r in rows)
-    ):
-        raise MatvizError(f"{path} is not a `matviz bench --json` file")
+    if not isinstance(rows, list) or not rows or not all(fits(r) for r in rows):
+        raise MatvizError(f"{path} is not a `{what}` file")
     return rows
+
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows a ``--json`` run saved; MatvizError when the file is not one."""
+    needed = {"kernel", "config", "size", "gflops", "cublas_gflops", "peak_gflops"}
+    return read_rows(
+        path,
+        MAX_ROWS_BYTES,
+        lambda r: isinstance(r, dict) and needed <= set(r),
+        "matviz bench --json",
+    )

@@ -7,12 +7,11 @@ python -m matviz.bench.readme_table resources/bench/h200_kernels_4096.json     #
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 
-from matviz.bench.ladder import by_dtype, row_dtype
+from matviz.bench.ladder import by_dtype, read_rows, row_dtype
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -90,13 +89,6 @@ MAX_BYTES = 16 << 20
 
 def load_rows(path: Path) -> list[dict]:
     """The rows ``python -m matviz.bench.kernels --json`` saved; MatvizError if not."""
-    from matviz.core.trace_io import read_small_file
-    from matviz.errors import MatvizError
-
-    try:
-        rows = json.loads(read_small_file(path, MAX_BYTES).decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError is one too
-        raise MatvizError(f"{path} is not JSON: {str(exc).splitlines()[0]}") from None
 
     def fits(r: object) -> bool:
         return (isinstance(r, dict) and isinstance(r.get("kernel"), str)
@@ -104,9 +96,7 @@ def load_rows(path: Path) -> list[dict]:
                 and all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)
                         for k in NUMBERS))  # fmt: skip
 
-    if not isinstance(rows, list) or not rows or not all(fits(r) for r in rows):
-        raise MatvizError(f"{path} is not a `matviz.bench.kernels --json` file")
-    return rows
+    return read_rows(path, MAX_BYTES, fits, "matviz.bench.kernels --json")
 
 
 def rewrite_section(path: Path, start: str, end: str, body: str, max_bytes: int = 4 << 20) -> None:
