@@ -191,16 +191,21 @@ def _row_labels(axis) -> list[tuple[float, float, str]]:
     return boxes
 
 
+def _shown(qtbot, view, size: tuple[int, int], session, trace) -> None:
+    """``view`` on screen at ``size`` with ``trace``, laid out."""
+    view.resize(*size)
+    view.show()
+    qtbot.waitExposed(view)
+    session.set_trace(trace)
+    qtbot.wait(50)
+
+
 @pytest.mark.parametrize("height", [260, 420, 900])
 def test_the_sm_labels_never_overlap(qtbot, views, session, height):
     """132 SMs' labels: every 8th where the lanes have room, fewer in a short view (an export
     of every view at 1280x720 drew 17 labels in 90 px, one black smear)."""
     lanes = views[SmLanesView]
-    lanes.resize(600, height)
-    lanes.show()
-    qtbot.waitExposed(lanes)
-    session.set_trace(sim("tiled", 2048, 32, 0, level=1))
-    qtbot.wait(50)
+    _shown(qtbot, lanes, (600, height), session, sim("tiled", 2048, 32, 0, level=1))
     assert lanes.n_sms == 132
     boxes = _row_labels(lanes.plot.getPlotItem().getAxis("left"))
     assert len(boxes) >= 2 and boxes[0][2] == "SM 0"
@@ -342,11 +347,7 @@ def test_the_row_labels_of_a_tile_never_overlap(qtbot, views, session, height):
     """A 128-row tile in a short panel (every view exported at 1280x720: 80 px) labels fewer
     rows; with room it keeps about 8, the first at 0."""
     tiles = views[TilesView]
-    tiles.resize(700, height)
-    tiles.show()
-    qtbot.waitExposed(tiles)
-    session.set_trace(simulate("wmma", 256, 256, 64, level=1))
-    qtbot.wait(50)
+    _shown(qtbot, tiles, (700, height), session, simulate("wmma", 256, 256, 64, level=1))
     for name in ("As", "Bs"):
         rows = tiles.config.array(name).rows
         boxes = _row_labels(tiles.panels[name].getAxis("left"))
@@ -363,11 +364,8 @@ def test_a_ring_of_slots_has_a_row_label_at_each_slot(qtbot, views, session):
     """Three 128-row slots of As (kernel 10, STAGES 3): labels a power of two apart, so rows
     128 and 256, where slots 1 and 2 begin, are labelled (they read 0, 50, 100, ... before)."""
     tiles = views[TilesView]
-    tiles.resize(900, 1000)
-    tiles.show()
-    qtbot.waitExposed(tiles)
-    session.set_trace(simulate("mma_pipeline", 256, 256, 256, STAGES=3, level=1))
-    qtbot.wait(50)
+    trace = simulate("mma_pipeline", 256, 256, 256, STAGES=3, level=1)
+    _shown(qtbot, tiles, (900, 1000), session, trace)
     assert tiles.config.array("As").rows == 384
     texts = [t for *_, t in _row_labels(tiles.panels["As"].getAxis("left"))]
     assert {"0", "128", "256"} <= set(texts), texts
