@@ -495,6 +495,9 @@ def test_banks_lists_the_instructions_ptxas_emits(views, session):
     banks.sites.setCurrentIndex(0)  # st_As
     note = banks.note.text()
     assert "L1 fills" in note and "__ldcg" in note
+    # one wavefront is singular (the screen read '1 wavefronts each')
+    assert "with 1 STS per k-tile, 1 wavefront each." in banks.summary.text()
+    assert banks.sites.itemText(0).endswith("— 1-way, 1 wavefront")
 
 
 def test_banks_name_cp_async_stores_and_what_ncu_counts_for_them(views, session):

@@ -318,13 +318,13 @@ class BanksView(Retranslating, QWidget):
         instr = self.instrs[row]
         name = f"{instr.site} {instr.ks_text()}" if self._repeats(instr.site) else instr.site
         index = sum(1 for other in self.instrs[:row] if other.site == instr.site) + 1
-        return tr("{name} · {opcode} ({i} of {count} per k-tile) — {n}-way, {w} wavefronts").format(
+        return tr("{name} · {opcode} ({i} of {count} per k-tile) — {n}-way, {wavefronts}").format(
             name=name,
             opcode=instr.opcode,
             i=index,
             count=instr.per_step,
             n=instr.conflict_degree,
-            w=instr.wavefronts,
+            wavefronts=wavefront_count(instr.wavefronts),
         )
 
     def site_sentence(self, instr: ins.Instruction) -> str:
@@ -338,28 +338,30 @@ class BanksView(Retranslating, QWidget):
         store = instr.kind == "store"
         if summary.each is not None:
             text = (
-                tr("ptxas writes {array} with {count} {opcode} per k-tile, {w} wavefronts each.")
+                tr("ptxas writes {array} with {count} {opcode} per k-tile, {wavefronts} each.")
                 if store
                 else tr(
                     "ptxas reads {array} with {count} {opcode} per k-tile (the source's {repeat} "
-                    "accesses), "
-                    "{w} wavefronts each."
+                    "accesses), {wavefronts} each."
                 )
             )
             w = summary.each
         else:
             text = (
-                tr("ptxas writes {array} with {count} {opcode} per k-tile, {w} wavefronts in all.")
+                tr("ptxas writes {array} with {count} {opcode} per k-tile, {wavefronts} in all.")
                 if store
                 else tr(
                     "ptxas reads {array} with {count} {opcode} per k-tile (the source's {repeat} "
-                    "accesses), "
-                    "{w} wavefronts in all."
+                    "accesses), {wavefronts} in all."
                 )
             )
             w = summary.wavefronts
         return text.format(
-            array=rs.site.array, count=summary.count, opcode=summary.opcode, repeat=rs.repeat, w=w
+            array=rs.site.array,
+            count=summary.count,
+            opcode=summary.opcode,
+            repeat=rs.repeat,
+            wavefronts=wavefront_count(w),
         )
 
     # -- padding: what it changes, derived from the model ------------------------------------
@@ -575,9 +577,9 @@ class BanksView(Retranslating, QWidget):
         broadcast = ""
         if instr.width > banks.BANK_BYTES and bool(banks.warp_broadcast(instr.offsets)):
             broadcast = " " + tr(
-                "Every lane reads one address (a warp-wide broadcast): ncu measured {w} "
-                "wavefronts for it on the H200."
-            ).format(w=self.wavefronts)
+                "Every lane reads one address (a warp-wide broadcast): ncu measured {wavefronts} "
+                "for it on the H200."
+            ).format(wavefronts=wavefront_count(self.wavefronts))
         self.summary.setText(
             f"<span style='font-size:13pt; color:{colour}'><b>"
             + degree
@@ -670,6 +672,11 @@ class BanksView(Retranslating, QWidget):
             )
             palette.set_label(item, "left", tr("distinct words in the bank (passes)"))
             self._update_texts()
+
+
+def wavefront_count(n: int) -> str:
+    """'1 wavefront', '4 wavefronts' (the screen read '1 wavefronts each')."""
+    return (tr("{n} wavefront") if n == 1 else tr("{n} wavefronts")).format(n=n)
 
 
 def layout_pair(kernel, params: dict) -> tuple[dict, dict] | None:
