@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from matviz.bench import ladder, readme_table
@@ -48,6 +49,13 @@ def test_the_kernel_table_command_refuses_a_bad_file_in_one_line_and_keeps_the_r
     rows[0]["gflops"] = "fast"
     bad = {"truncated.json": saved[: len(saved) // 2], "typed.json": json.dumps(rows).encode(),
            "empty.json": b"[]"}  # fmt: skip
+    # json reads these as numbers; the table printed them (a size of 400 digits, 'nan')
+    for name, key, value in (("huge.json", "size", 10**400), ("nan.json", "gflops", math.nan),
+                             ("infinite.json", "rel_error", math.inf),
+                             ("big.json", "gflops", 10**60), ("zero.json", "size", 0)):  # fmt: skip
+        rows = json.loads(saved)
+        rows[-1][key] = value
+        bad[name] = json.dumps(rows).encode()
     for name, data in bad.items():
         (tmp_path / name).write_bytes(data)
     os.mkfifo(tmp_path / "fifo.json")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -240,12 +241,32 @@ def read_rows(
     return rows
 
 
+MAX_SIZE = 1 << 17  # M = N = K of a saved run: a 131072³ fp32 GEMM needs 192 GiB
+
+
+def measured(row: dict[str, Any], numbers: Sequence[str]) -> bool:
+    """Whether ``row`` holds a finite number at each of ``numbers`` and a whole size from 1 to
+    MAX_SIZE (json reads NaN, Infinity and 10**400 as numbers; a table would print them)."""
+    size = row.get("size")
+    return (
+        all(_finite(row.get(k)) for k in numbers)
+        and isinstance(size, int)
+        and not isinstance(size, bool)
+        and 1 <= size <= MAX_SIZE
+    )
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 53
+
+
 def load_rows(path: Path) -> list[dict[str, Any]]:
     """Rows a ``--json`` run saved; MatvizError when the file is not one."""
-    needed = {"kernel", "config", "size", "gflops", "cublas_gflops", "peak_gflops"}
-    return read_rows(
-        path,
-        MAX_ROWS_BYTES,
-        lambda r: isinstance(r, dict) and needed <= set(r),
-        "matviz bench --json",
-    )
+    numbers = ("gflops", "cublas_gflops", "peak_gflops")
+
+    def fits(r: object) -> bool:
+        return isinstance(r, dict) and {"kernel", "config"} <= set(r) and measured(r, numbers)
+
+    return read_rows(path, MAX_ROWS_BYTES, fits, "matviz bench --json")

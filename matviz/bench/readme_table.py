@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-from matviz.bench.ladder import by_dtype, read_rows, row_dtype
+from matviz.bench.ladder import by_dtype, measured, read_rows, row_dtype
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -92,9 +92,7 @@ def load_rows(path: Path) -> list[dict]:
 
     def fits(r: object) -> bool:
         return (isinstance(r, dict) and isinstance(r.get("kernel"), str)
-                and isinstance(r.get("label"), str)
-                and all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)
-                        for k in NUMBERS))  # fmt: skip
+                and isinstance(r.get("label"), str) and measured(r, NUMBERS))  # fmt: skip
 
     return read_rows(path, MAX_BYTES, fits, "matviz.bench.kernels --json")
 

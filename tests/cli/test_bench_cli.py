@@ -89,6 +89,11 @@ def test_each_input_type_gets_its_own_table_and_chart(tmp_path, capsys):
     ("{", "is not JSON"),
     ("[]", "is not a `matviz bench --json` file"),
     ('[{"kernel": "naive"}]', "is not a `matviz bench --json` file"),
+    # json reads NaN and 400 digits as numbers; the table printed them
+    ('[{"kernel": "naive", "config": "T32", "size": 4096, "gflops": NaN, "cublas_gflops": 1,'
+     ' "peak_gflops": 2}]', "is not a `matviz bench --json` file"),
+    ('[{"kernel": "naive", "config": "T32", "size": 1' + "0" * 400 + ', "gflops": 1,'
+     ' "cublas_gflops": 1, "peak_gflops": 2}]', "is not a `matviz bench --json` file"),
 ])  # fmt: skip
 def test_a_bad_rows_file_is_one_line(tmp_path, capsys, content, fragment):
     bad = tmp_path / "bad.json"
