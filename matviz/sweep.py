@@ -341,12 +341,8 @@ def write_csv(rows: list[SweepRow], path: str | os.PathLike[str]) -> Path:
     columns = (
         csv_columns(registry.get_kernel(rows[0].kernel)) if rows else (*HEAD_COLUMNS, *TAIL_COLUMNS)
     )
-    with AtomicOutput(path) as tmp:
-        try:
-            with open(tmp, "w", newline="", encoding="utf-8") as fh:
-                writer = csv.DictWriter(fh, fieldnames=columns)
-                writer.writeheader()
-                writer.writerows(r.csv_row(columns) for r in rows)
-        except OSError as exc:
-            raise MatvizError(f"cannot write '{path}': {exc.strerror or exc}") from None
+    with AtomicOutput(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(r.csv_row(columns) for r in rows)
     return Path(path)

@@ -68,3 +68,26 @@ def test_the_kernel_table_command_refuses_a_bad_file_in_one_line_and_keeps_the_r
     assert readme_table.main([str(tmp_path / "good.json"), "--readme", str(readme)]) == 0
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("end\n") and "| kernel |" in text
+
+
+def test_the_kernel_table_on_a_full_disk_is_one_line_and_keeps_the_readme(
+    tmp_path, capsys, monkeypatch
+):
+    """A full disk while the section is written (a 600k tmpfs gave a traceback, exit 1)."""
+    import errno
+    import os
+    from pathlib import Path
+
+    readme = tmp_path / "README.md"
+    before = f"intro\n{readme_table.START}\nold\n{readme_table.END}\n"
+    readme.write_text(before)
+
+    def full(self, *_args, **_kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    saved = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"
+    assert readme_table.main([str(saved), "--readme", str(readme)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"readme_table: error: cannot write '{readme}': No space left on device\n"
+    assert readme.read_text() == before and list(tmp_path.iterdir()) == [readme]

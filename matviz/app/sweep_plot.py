@@ -121,8 +121,5 @@ def save_widget(widget: QWidget, path: str | os.PathLike[str], size=SIZE) -> Pat
     with AtomicOutput(path) as tmp:
         writer = PngWriter(tmp)
         writer.write(frame)
-        try:
-            writer.close()
-        except OSError as exc:
-            raise MatvizError(f"cannot write '{path}': {exc.strerror or exc}") from None
+        writer.close()
     return Path(path)

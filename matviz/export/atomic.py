@@ -88,7 +88,8 @@ def temp_name(path: Path, token: str, limit: int) -> str:
 
 
 class AtomicOutput:
-    """``with AtomicOutput(path) as tmp:`` write ``tmp``; it becomes ``path`` on success.
+    """``with AtomicOutput(path) as tmp:`` write ``tmp``; it becomes ``path`` on success, and an
+    OSError while writing it becomes one MatvizError, with ``path`` as it was.
 
     The GUI uses :meth:`commit` and :meth:`discard` directly, because its export runs in steps.
     The temporary name keeps the target's suffix, so writers that pick a format from the file
@@ -115,8 +116,10 @@ class AtomicOutput:
     ) -> None:
         if exc_type is None:
             self.commit()
-        else:  # KeyboardInterrupt too: never leave a half-written file behind
-            self.discard()
+            return
+        self.discard()  # KeyboardInterrupt too: never leave a half-written file behind
+        if isinstance(exc, OSError):  # a full disk, say: one line, and the old file is kept
+            raise MatvizError(f"cannot write '{shown(self.path)}': {_reason(exc)}") from None
 
     def commit(self) -> Path:
         """Rename the finished temporary file onto the target."""

@@ -631,12 +631,8 @@ def write_perfetto(
     path = Path(path)
     plan = Plan(trace, max_events, EVENTS_PER_CHUNK)
     written = 0
-    with AtomicOutput(path) as tmp:
-        try:
-            with open_output(tmp, path) as fh:
-                for piece in iter_json(trace, plan=plan):
-                    fh.write(piece)
-                    written += len(piece)
-        except OSError as exc:
-            raise MatvizError(f"cannot write '{path}': {exc.strerror or exc}") from None
+    with AtomicOutput(path) as tmp, open_output(tmp, path) as fh:
+        for piece in iter_json(trace, plan=plan):
+            fh.write(piece)
+            written += len(piece)
     return plan.stats(written)

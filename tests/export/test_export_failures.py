@@ -182,6 +182,19 @@ def test_the_temporary_name_fits_and_keeps_the_suffix(tmp_path, stem):
     assert len(os.fsencode(with_room.tmp.name)) <= limit - 24
 
 
+def test_a_write_that_fails_is_one_error_and_the_old_file_stays(tmp_path):
+    """An OSError inside ``with AtomicOutput(path)`` (a full disk: `python -m
+    matviz.bench.readme_table` gave a traceback on a 600k tmpfs) is one MatvizError; the old
+    file is kept and no temporary is left."""
+    path = tmp_path / "README.md"
+    path.write_text("old\n")
+    with pytest.raises(MatvizError) as raised, atomic.AtomicOutput(path) as tmp:
+        tmp.write_text("half")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert str(raised.value) == f"cannot write '{path}': No space left on device"
+    assert list(tmp_path.iterdir()) == [path] and path.read_text() == "old\n"
+
+
 @pytest.mark.parametrize("fmt", ["png", "mp4"])
 def test_a_name_of_255_bytes_exports(fmt, mvz, no_leftovers, closes_its_windows, capfd):
     out = no_leftovers / ("x" * (255 - 4) + f".{fmt}")
