@@ -91,3 +91,22 @@ def test_the_kernel_table_on_a_full_disk_is_one_line_and_keeps_the_readme(
     err = capsys.readouterr().err
     assert err == f"readme_table: error: cannot write '{readme}': No space left on device\n"
     assert readme.read_text() == before and list(tmp_path.iterdir()) == [readme]
+
+
+def test_ctrl_c_while_the_kernel_table_is_written_keeps_the_readme(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    readme = tmp_path / "README.md"
+    before = f"{readme_table.START}\nold\n{readme_table.END}\n"
+    readme.write_text(before)
+    real = Path.write_text
+
+    def interrupted(self, data, *args, **kwargs):
+        real(self, data[: len(data) // 2], *args, **kwargs)  # halfway
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", interrupted)
+    saved = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"
+    assert readme_table.main([str(saved), "--readme", str(readme)]) == 130
+    assert capsys.readouterr().err == "readme_table: interrupted\n"
+    assert readme.read_text() == before and list(tmp_path.iterdir()) == [readme]

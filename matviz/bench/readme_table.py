@@ -130,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     except MatvizError as exc:
         print(f"readme_table: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the README is kept (AtomicOutput), as every matviz command
+        print("readme_table: interrupted", file=sys.stderr)
+        return 130
     print(f"updated {args.readme}")
     return 0
 
