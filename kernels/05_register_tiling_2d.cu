@@ -117,5 +117,5 @@ extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_register_tiling_2d(const
     __shared__ MvTiles sm;
     MV_BLOCK_BEGIN();
     MV_RUN(register_tiling_2d, A, B, C, M, N, K, sm);
-    MV_BLOCK_END();
+    MV_BLOCK_END_CALL();  // not inline: level 1 then keeps level 0's registers (trace.cuh)
 }

@@ -108,10 +108,13 @@ __device__ __forceinline__ unsigned int mv_clock() {
     }
 
 // Two forms of the same record, because ptxas schedules a kernel's main loop differently once
-// code follows it. Which form leaves the loop as fast as at level 0 was measured on the H200
-// (4096^3): the tiled kernels keep the inline MV_BLOCK_END (the call cost them up to +4.3% at
-// level 2); the naive kernel's barrier-free loop needs MV_BLOCK_END_CALL (+0.1% against +6.9%
-// inline at T=32). The call reads every id itself, so nothing is kept across the loop for it.
+// code follows it. Which form leaves the loop as fast as at level 0 was measured at 4096^3: the
+// tiled kernels keep the inline MV_BLOCK_END (the call cost them up to +4.3% at level 2, H200);
+// the naive kernel's barrier-free loop needs MV_BLOCK_END_CALL (+0.1% against +6.9% inline at
+// T=32, H200), and so do the register-tiled kernels 04-06 and 08: inline, ptxas gave their
+// level-1 builds other register counts than level 0 and -31% to +28% (H100); with the call the
+// same counts, and level 1 within 1% in 46 of 52 configurations (25 inline). The
+// call reads every id itself, so nothing is kept across the loop for it.
 #define MV_BLOCK_END() MV_END_RECORD(mv_blocks, MV_BID, MV_TID)
 
 __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
