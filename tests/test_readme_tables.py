@@ -19,13 +19,20 @@ def section(start: str, end: str) -> str:
     return found.group(1)
 
 
+SAVED_RUNS = ("h200_kernels_4096.json", "h100_kernels_4096.json")  # the README's, in order
+
+
 def test_the_kernel_table_is_the_saved_benchmark():
-    source = "resources/bench/h200_kernels_4096.json"
-    rows = json.loads((RESOURCE_DIR / "bench" / "h200_kernels_4096.json").read_text())
+    runs = [json.loads((RESOURCE_DIR / "bench" / name).read_text()) for name in SAVED_RUNS]
     text = section(readme_table.START, readme_table.END)
-    assert text == readme_table.table(rows, source)
-    # one table per input type, each against cuBLAS on its own inputs
-    assert text.count("| kernel | parameters |") == len({r.get("dtype", "float32") for r in rows})
+    assert text == "\n\n".join(
+        readme_table.table(rows, f"resources/bench/{name}")
+        for name, rows in zip(SAVED_RUNS, runs, strict=True)
+    )
+    # one table per GPU and input type, each against cuBLAS on its own inputs
+    groups = {(ladder.row_device(r), ladder.row_dtype(r)) for rows in runs for r in rows}
+    assert text.count("| kernel | parameters |") == len(groups)
+    assert "on one NVIDIA H100 80GB HBM3" in text and "on one NVIDIA H200" in text
 
 
 def test_the_ladder_table_is_the_saved_ladder():
@@ -110,3 +117,23 @@ def test_ctrl_c_while_the_kernel_table_is_written_keeps_the_readme(tmp_path, cap
     assert readme_table.main([str(saved), "--readme", str(readme)]) == 130
     assert capsys.readouterr().err == "readme_table: interrupted\n"
     assert readme.read_text() == before and list(tmp_path.iterdir()) == [readme]
+
+
+def test_the_kernel_table_gives_level_2_as_recorded_where_it_was_measured():
+    """Level 2 as `matviz record` keeps it (its overhead, and how many blocks stamped), beside
+    level 2 with every block stamping; rows saved before it was measured say so, and the
+    targets count only the rows that measured it."""
+    row = {"kernel": "tiled", "label": "T32 P2", "size": 4096, "gflops": 8814.5,
+           "cublas_gflops": 47764.0, "pct_cublas": 18.5, "overhead_l1_pct": 0.55,
+           "overhead_l2_pct": 5.53, "span_vs_event_l1": 0.9998, "rel_error": 1.1e-6}  # fmt: skip
+    kept = {**row, "label": "T32 P0", "overhead_l2kept_pct": 2.08, "phase_every_l2kept": 4,
+            "stamp_form_l2kept": "store"}  # fmt: skip
+    every = {**row, "label": "T16 P0", "overhead_l2_pct": 1.0, "overhead_l2kept_pct": -0.4,
+             "phase_every_l2": 2, "phase_every_l2kept": 2}  # the budget's stride  # fmt: skip
+    text = readme_table.table([row, kept, every], "rows.json")
+    assert "| +5.53% | not measured |" in text
+    assert "| +5.53% | +2.08% (stored), 1 block in 4 |" in text
+    assert "| +1.00%, 1 block in 2 | -0.40%, 1 block in 2 |" in text
+    assert "level 2 with no target within 3% of level 0 in 1 of 3" in text
+    assert "level 2 as recorded within 3% of level 0 in 2 of 2 configurations" in text
+    assert "(stored)" in text.split("Targets:")[1]  # the note on the stored form

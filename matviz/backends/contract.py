@@ -7,6 +7,7 @@ JSON (:meth:`RunRequest.to_json` / :meth:`RunRequest.from_json`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol
 
@@ -21,10 +22,10 @@ from matviz.errors import MatvizError
 BACKENDS = ("cuda", "sim")
 # How a level-2 build keeps its marks: one form alone (manifest.STAMP_FORMS), or "auto": every
 # form built and timed beside level 0, the one closer to it kept. The default is the lanes form,
-# the one the GPU tests have run on; the stored form and "auto" were measured on the H200 in a
-# side-by-side experiment, their GPU tests (tests/gpu) not yet run.
+# the one every bundled recording used; the GPU tests run both (tests/gpu).
 STAMP_FORM_CHOICES = ("auto", *STAMP_FORMS)
 DEFAULT_STAMP_FORM = "lanes"
+DEFAULT_OVERHEAD_TARGET_PCT = sampling.OVERHEAD_TARGET_PCT[2]
 MAX_BUDGET_MIB = sampling.MAX_BUDGET_BYTES // 2**20  # why: matviz.core.sampling
 
 
@@ -45,6 +46,9 @@ class RunRequest:
     seed: int = 0  # the simulator's jitter
     repeats: int = 20  # timed runs on the GPU (median)
     stamp_form: str = DEFAULT_STAMP_FORM  # see STAMP_FORM_CHOICES
+    # level 2 on a GPU: the recorder stamps every 2nd, 4th ... block (from phase_every on) until
+    # the build runs within this many % of level 0 (sampling.stride_within); None: as asked
+    overhead_target_pct: float | None = DEFAULT_OVERHEAD_TARGET_PCT
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -58,6 +62,16 @@ class RunRequest:
         if self.stamp_form not in STAMP_FORM_CHOICES:
             choices = ", ".join(STAMP_FORM_CHOICES)
             raise MatvizError(f"stamp form must be one of {choices} (got {self.stamp_form!r})")
+        target = self.overhead_target_pct
+        if target is not None and (
+            isinstance(target, bool)
+            or not isinstance(target, (int, float))
+            or not (math.isfinite(target) and 0 < target <= 100)
+        ):
+            raise MatvizError(
+                f"the overhead target must be a percentage above 0 and at most 100, or none "
+                f"(got {target!r})"
+            )
         if self.budget_bytes > MAX_BUDGET_MIB * 2**20:
             raise MatvizError(
                 f"the trace budget may be at most {MAX_BUDGET_MIB} MiB (got "

@@ -52,7 +52,7 @@ except ImportError:  # the CLI checks cuda_status() before it gets here
 
 UNWRITTEN_PROBE = 0xFFFFFFFF
 WARMUP = 3
-FORM_TRIALS = 7  # timed runs of each form of the marks beside level 0, to choose one
+CHOICE_TRIALS = 7  # timed runs of each candidate (a form of the marks, a stride) beside level 0
 
 
 @dataclass
@@ -161,13 +161,15 @@ class Recorder:
         picked = m[cupy.asarray(rows), cupy.asarray(cols)]
         return elements.as_float64(cupy, picked, self.config.input_dtype).astype(cupy.float32).get()
 
-    def _trace_buffers(self) -> _Buffers:
+    def _trace_buffers(self, every: int | None = None) -> _Buffers:
+        """Buffers for a launch in which every ``every``-th block (default: the request's)
+        stamps its k-steps, or fewer where the budget needs it."""
         c, req = self.config, self.request
         steps = max(c.n_steps, 1)
         # the budget holds every block's record first, as in the simulator
         left = sampling.after_block_records(c.n_blocks, BLOCK_DTYPE.itemsize, req.budget_bytes)
         phase_every = sampling.phase_every(
-            c.n_blocks, c.n_steps, left, req.phase_every, marks=len(c.marks)
+            c.n_blocks, c.n_steps, left, every or req.phase_every, marks=len(c.marks)
         )
         warp_every = sampling.warp_every(c.n_blocks, phase_every)
         phase_rows = self._rows(phase_every) if req.level >= 2 else 0
@@ -239,9 +241,10 @@ class Recorder:
         rel_error = self._check_output(C, "the kernel")
         checked, c_wrong = self._correctness(C, "the level-0 kernel (uninstrumented)")
 
-        buf = self._trace_buffers()
-        args = self._trace_args(buf)
+        args = self._trace_args(self._trace_buffers())
         (instr, bounded), form, form_overheads = self._chosen_form(plain, timeline_level, C, args)
+        every, stride_overheads = self._kept_stride(plain, instr, timeline_level, C)
+        args = self._trace_args(self._trace_buffers(every))
         registers = {"level_0": plain.num_regs, f"level_{timeline_level}": instr.num_regs}
         for _ in range(WARMUP):
             self._launch(plain, C)
@@ -256,8 +259,10 @@ class Recorder:
         stats["instrumented_min_blocks"] = bounded
         if form is not None:
             stats.update(stamp_form=form, stamp_form_overheads_pct=form_overheads)
+        if stride_overheads is not None:
+            stats["phase_every_overheads_pct"] = [[n, pct] for n, pct in stride_overheads.items()]
 
-        buf = self._trace_buffers()  # fresh, so every record comes from this one run
+        buf = self._trace_buffers(every)  # fresh, so every record comes from this one run
         C.fill(cupy.nan)
         event_ms = self._timed(lambda: self._launch(instr, C, self._trace_args(buf)))
         stats["rel_error_instrumented"] = self._check_output(C, "the instrumented kernel")
@@ -272,7 +277,7 @@ class Recorder:
         probe_info = None
         warp_every = None
         if level >= 3 and c.n_steps:
-            diag, smem_base, warp_every = self._diagnostics(C, stats)
+            diag, smem_base, warp_every = self._diagnostics(C, stats, every)
             arrays.update(diag)
             if c.mma is not None:
                 arrays["fragments"] = self._fragments()
@@ -326,7 +331,7 @@ class Recorder:
     def _chosen_form(self, plain, level: int, C, args: tuple):
         """((build, bounded), form, {form: overhead %}): the level-``level`` build whose marks'
         form (trace.cuh, MV_STAMP_STORE) runs closer to level 0, each form timed beside level 0
-        (FORM_TRIALS runs, medians) when the request leaves the form to the recorder. Form and
+        (CHOICE_TRIALS runs, medians) when the request leaves the form to the recorder. Form and
         overheads are None where there is one build: level 1, no k-steps, a form asked for."""
         wanted = self.request.stamp_form
         if level < 2 or not self.config.n_steps:
@@ -335,18 +340,43 @@ class Recorder:
         builds = {form: self._instrumented(plain, level, form == "store") for form in forms}
         if len(builds) == 1:
             return builds[wanted], wanted, None
-        for _ in range(WARMUP):
-            for instr, _ in builds.values():
-                self._launch(instr, C, args)
-        times: dict[str, list[float]] = {"plain": [], **{form: [] for form in builds}}
-        for _ in range(FORM_TRIALS):
-            times["plain"].append(self._timed(lambda: self._launch(plain, C)))
-            for form, (instr, _) in builds.items():
-                times[form].append(self._timed(lambda k=instr: self._launch(k, C, args)))
-        base = float(np.median(times["plain"]))
-        overheads = {f: 100.0 * (float(np.median(times[f])) / base - 1.0) for f in builds}
+        overheads = self._beside_level_0(
+            plain, C, {form: (instr, args) for form, (instr, _) in builds.items()}
+        )
         form = min(overheads, key=lambda f: abs(overheads[f]))  # closer, not faster
         return builds[form], form, overheads
+
+    def _kept_stride(self, plain, instr, level: int, C) -> tuple[int, dict[int, float] | None]:
+        """(every, {stride: overhead %}): how many blocks stamp their k-steps, every ``every``-th
+        one, so that the level-2 build stays within the request's overhead target of level 0
+        (sampling.stride_within; each stride timed beside level 0). The overheads are None
+        where nothing was timed: level 1, no k-steps, no target."""
+        first = self._trace_buffers().phase_every
+        target = self.request.overhead_target_pct
+        if level < 2 or not self.config.n_steps or target is None:
+            return first, None
+
+        def overhead_at(stride: int) -> float:
+            args = self._trace_args(self._trace_buffers(stride))
+            return self._beside_level_0(plain, C, {stride: (instr, args)})[stride]
+
+        least = int(self.device["sm_count"])  # about one stamping block per SM, at least
+        return sampling.stride_within(overhead_at, first, self.config.n_blocks, least, target)
+
+    def _beside_level_0(self, plain, C, runs: dict) -> dict:
+        """{name: overhead %} of each (build, trace args) in ``runs``, timed interleaved with
+        level 0 after a warm-up (CHOICE_TRIALS runs each, medians)."""
+        for _ in range(WARMUP):
+            for kernel, args in runs.values():
+                self._launch(kernel, C, args)
+        plain_ms: list[float] = []
+        times: dict = {name: [] for name in runs}
+        for _ in range(CHOICE_TRIALS):
+            plain_ms.append(self._timed(lambda: self._launch(plain, C)))
+            for name, (kernel, args) in runs.items():
+                times[name].append(self._timed(lambda k=kernel, a=args: self._launch(k, C, a)))
+        base = float(np.median(plain_ms))
+        return {name: 100.0 * (float(np.median(t)) / base - 1.0) for name, t in times.items()}
 
     def _instrumented(self, plain, level: int, stamp_store: bool = False) -> tuple[Any, int | None]:
         """The level-``level`` build, and the blocks per SM its registers were bounded to: where
@@ -375,15 +405,16 @@ class Recorder:
         cupy.cuda.get_current_stream().synchronize()
         return out.get().astype(np.int16)
 
-    def _diagnostics(self, C, stats: dict) -> tuple[dict, int, int]:
-        """The level-3 run: the shared-memory probe and how long each warp waited at barriers.
+    def _diagnostics(self, C, stats: dict, every: int) -> tuple[dict, int, int]:
+        """The level-3 run: the shared-memory probe and how long each warp waited at barriers,
+        in blocks among those 1 in ``every`` that have phases.
 
         Each warp times its own wait: its clock after the barrier minus before it. Waits are
         durations, so they need no common clock with the timeline run.
         Returns the arrays, the shared base address of the probed block and the warp stride.
         """
         c = self.config
-        buf = self._trace_buffers()
+        buf = self._trace_buffers(every)
         C.fill(cupy.nan)
         diag = compiled_kernel(c, 3)
         diag_ms = self._timed(lambda: self._launch(diag, C, self._trace_args(buf)))

@@ -23,6 +23,7 @@ from matviz.paths import RESOURCE_DIR
 
 MAX_ROWS_BYTES = 16 << 20  # a --json file of rows is a few kB
 BENCH_ALL = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"  # every configuration, measured
+SAVED_DEVICE = "NVIDIA H200"  # the GPU of rows saved before rows named theirs
 LADDER_H200 = RESOURCE_DIR / "bench" / "h200_ladder_4096.json"  # `matviz bench --json`, bundled
 COLUMNS = (
     ("kernel", "kernel"), ("config", "configuration"), ("gflops", "GFLOP/s"),
@@ -42,7 +43,7 @@ def _table_rows(table: Path) -> tuple[dict[str, Any], ...]:
 
 
 def measured_configs(
-    kernel: str, size: int = 4096, device: str = "NVIDIA H200", table: Path = BENCH_ALL
+    kernel: str, size: int = 4096, device: str = SAVED_DEVICE, table: Path = BENCH_ALL
 ) -> list[tuple[dict[str, Any], float]]:
     """(parameters, GFLOP/s) of every configuration of ``kernel`` the benchmark of every
     configuration (``table``) measured on this GPU at this size, fastest first; a row benched
@@ -56,7 +57,7 @@ def _measured(kernel: str, size: int, device: str, table: Path):
     spec = get_kernel(kernel)
     out = []
     for row in _table_rows(table):
-        if (row.get("kernel"), row.get("size"), row.get("device", "NVIDIA H200")) != (
+        if (row.get("kernel"), row.get("size"), row_device(row)) != (
             spec.name,
             size,
             device,
@@ -99,6 +100,8 @@ def measure(kernel: str, params: dict[str, Any], size: int, repeats: int) -> dic
         manifest = Recorder(request).run().manifest
         stats = manifest["stats"]
         row[f"overhead_l{level}_pct"] = stats["overhead_pct"]
+        if level == 2:  # how many blocks stamped, as `matviz record` keeps within its target
+            row["phase_every_l2"] = manifest["sampling"]["phase_every"]
         if level == 1:
             registers = manifest["geometry"]["registers"].get("level_0")
             config = spec.configure(params, size, size, size)
@@ -150,10 +153,18 @@ def _cell(row: dict[str, Any], key: str) -> str:
     if key in ("pct_cublas", "pct_peak"):
         return f"{value:.1f}"
     if key.startswith("overhead"):
+        every = row.get("phase_every_l2") if key == "overhead_l2_pct" else None
+        if isinstance(every, int) and not isinstance(every, bool) and every > 1:
+            return f"{value:+.2f}% (1 block in {every} stamping)"
         return f"{value:+.2f}%"
     if key == "rel_error":
         return f"{value:.1e}"
     return str(value)
+
+
+def row_device(row: dict[str, Any]) -> str:
+    """The GPU a benchmark row was measured on."""
+    return str(row.get("device", SAVED_DEVICE))
 
 
 def row_dtype(row: dict[str, Any]) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import matviz.cli.common as common
 import matviz.cli.params as params
 from matviz.backends.contract import (
+    DEFAULT_OVERHEAD_TARGET_PCT,
     DEFAULT_STAMP_FORM,
     MAX_BUDGET_MIB,
     STAMP_FORM_CHOICES,
@@ -53,6 +55,15 @@ def add_parser(sub) -> None:
         help="only every n-th block records per-step phases (less overhead); default all",
     )
     rec.add_argument(
+        "--max-overhead",
+        type=overhead_target,
+        default=DEFAULT_OVERHEAD_TARGET_PCT,
+        metavar="PCT|off",
+        help=f"level 2 on a GPU: stamp the k-steps of every 2nd, 4th ... block until the build "
+        f"runs within PCT%% of level 0 (default {DEFAULT_OVERHEAD_TARGET_PCT:g}); off: the "
+        f"blocks --phase-every and the budget give",
+    )
+    rec.add_argument(
         "--stamp-form",
         default=DEFAULT_STAMP_FORM,
         choices=STAMP_FORM_CHOICES,
@@ -65,6 +76,16 @@ def add_parser(sub) -> None:
     rec.add_argument("--seed", type=int, default=0, help="simulator jitter seed")
     rec.add_argument("-o", "--output", required=True, type=Path, help="FILE.mvz")
     params.add_options(rec, lists=False)  # last: a clash with the options above is caught
+
+
+def overhead_target(text: str) -> float | None:
+    """--max-overhead: a percentage in (0, 100], or off."""
+    if text.strip().lower() == "off":
+        return None
+    value = common.positive_float(text)
+    if value > 100:
+        raise argparse.ArgumentTypeError(f"{common.one_line(text)} must be at most 100")
+    return value
 
 
 def request_of(args) -> RunRequest:
@@ -85,6 +106,7 @@ def request_of(args) -> RunRequest:
         seed=args.seed,
         repeats=args.repeats,
         stamp_form=args.stamp_form,
+        overhead_target_pct=args.max_overhead,
     )
     request.check_probe(request.config())
     return request

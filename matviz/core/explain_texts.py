@@ -220,6 +220,14 @@ FACT_TIMELINE_COST = (
     "build, which writes the record: timed beside it, it ran {pct} against level 0."
 )
 FACT_TIMELINE_BOUNDED = "Its registers were bounded to keep {n} blocks per SM, as at level 0."
+FACT_TIMELINE_THINNED_ALL = (
+    "With every block stamping its k-steps it ran {denser}: a block that stamps runs slower. So "
+    "only 1 block in {every} stamped them, to keep the timeline close to the plain kernel."
+)
+FACT_TIMELINE_THINNED_SOME = (
+    "With 1 block in {n} stamping its k-steps it ran {denser}: a block that stamps runs slower. "
+    "So only 1 block in {every} stamped them, to keep the timeline close to the plain kernel."
+)
 FACT_WAVES = (
     "{blocks} blocks ran in {waves} waves: at most {resident} at once, {lo}-{hi} blocks per SM "
     "over the run, on {sms} SMs."

@@ -69,6 +69,9 @@ class Stats:
     # recorder timed both beside level 0 to choose, each one's overhead
     stamp_form: str | None = None
     stamp_form_overheads_pct: dict[str, float] | None = None
+    # each stride of stamping blocks the recorder timed beside level 0 to keep within its
+    # overhead target (RunRequest.overhead_target_pct), in the order tried: [[every, %], ...]
+    phase_every_overheads_pct: list[list[float]] | None = None
 
 
 @dataclass(frozen=True)

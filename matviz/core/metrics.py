@@ -224,21 +224,40 @@ def achieved_gflops(trace: Trace) -> float:
 class TimelineCost:
     """What instrumenting cost the run the timeline comes from: its build's level and how much
     slower (%) it ran than the plain kernel (level 0) in the same process; ``min_blocks``: the
-    registers were bounded to keep level 0's blocks per SM."""
+    registers were bounded to keep level 0's blocks per SM; ``every``: 1 block in ``every``
+    stamped its k-steps; ``denser``: (stride, overhead %) of the densest stamping timed, where
+    the recorder stamped fewer blocks than that to keep within its target."""
 
     level: int
     overhead_pct: float
     min_blocks: int | None
+    every: int = 1
+    denser: tuple[int, float] | None = None
+
+
+def _number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
 def timeline_cost(trace: Trace) -> TimelineCost | None:
     """The timeline's instrumentation cost, or None where the trace does not say (simulated)."""
     stats, m = trace.manifest["stats"], trace.manifest
     pct = stats.get("overhead_pct")
-    if isinstance(pct, bool) or not isinstance(pct, (int, float)):
+    if not _number(pct):
         return None
-    level = int(m.get("sampling", {}).get("timeline_level", m["level"]))
+    sampling = m.get("sampling", {})
+    level = int(sampling.get("timeline_level", m["level"]))
     bound = stats.get("instrumented_min_blocks")
     if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
         bound = None  # absent, or not a count: not said
-    return TimelineCost(level, float(pct), bound)
+    every = sampling.get("phase_every", 1)
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        every = 1
+    tried = stats.get("phase_every_overheads_pct")
+    denser = None
+    if isinstance(tried, list) and tried and isinstance(tried[0], (list, tuple)):
+        first = tried[0]
+        if (len(first) == 2 and isinstance(first[0], int) and not isinstance(first[0], bool)
+                and 1 <= first[0] < every and _number(first[1])):  # fmt: skip
+            denser = (first[0], float(first[1]))
+    return TimelineCost(level, float(pct), bound, every, denser)

@@ -9,6 +9,7 @@ stride, and passes what it holds per sampled block besides the marks as ``extra`
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from matviz.errors import MatvizError
 
@@ -18,6 +19,10 @@ DEFAULT_BUDGET_BYTES = 256 * 2**20
 MAX_BUDGET_BYTES = 4096 * 2**20
 BYTES_PER_MARK = 8  # int64 ns in memory
 WARP_SAMPLE_TARGET = 64  # blocks whose per-warp barrier arrivals are kept (level 3)
+# How far each level's build may run from the plain kernel's time (%, either way) for its
+# timeline to stand for it; the recorder keeps level 2 within this by stamping fewer blocks.
+OVERHEAD_TARGET_PCT = {1: 1.0, 2: 3.0}
+MAX_KEPT_STRIDE = 64  # the sparsest stamping the recorder falls back to on its own
 
 
 def phase_every(
@@ -71,3 +76,30 @@ def after_block_records(n_blocks: int, block_bytes: int, budget_bytes: int) -> i
         f"{n_blocks} blocks need {-(-held // 2**20)} MiB of block records, more than the "
         f"trace budget of {-(-budget_bytes // 2**20)} MiB; {fix} (a larger tile or a smaller shape)"
     )
+
+
+def stride_within(
+    overhead_at: Callable[[int], float],
+    first: int,
+    n_blocks: int,
+    least_blocks: int,
+    target_pct: float,
+) -> tuple[int, dict[int, float]]:
+    """(stride, {stride: overhead %} of each tried): the first of ``first``, 2·first, 4·first ...
+    whose instrumented build runs within ``target_pct`` of level 0 (``overhead_at(stride)``,
+    measured). A block that stamps its k-steps runs slower than one that does not, so stamping
+    fewer of them brings the whole launch closer to level 0. Doubling stops before fewer than
+    ``least_blocks`` blocks would keep phases or the stride would pass MAX_KEPT_STRIDE; if no
+    stride tried is within the target, the one closest to level 0 is kept (the smallest of
+    equals), and the trace says how far it is."""
+    tried: dict[int, float] = {}
+    stride = first
+    while True:
+        tried[stride] = overhead_at(stride)
+        if abs(tried[stride]) <= target_pct:
+            return stride, tried
+        wider = stride * 2
+        if wider > max(MAX_KEPT_STRIDE, first) or sampled_blocks(n_blocks, wider) < least_blocks:
+            break
+        stride = wider
+    return min(tried, key=lambda s: (abs(tried[s]), s)), tried

@@ -44,6 +44,10 @@ def summary_lines(trace: Trace) -> list[str]:
         lines.append(
             f"overhead   level-{cost.level} build {cost.overhead_pct:+.2f}% against level 0{kept}"
         )
+        strides = stats.get("phase_every_overheads_pct") or []
+        if strides:
+            timed = ", ".join(f"1 in {n} {pct:+.2f}%" for n, pct in strides)
+            lines.append(f"stamping   1 block in {cost.every} (timed beside level 0: {timed})")
         tried = stats.get("stamp_form_overheads_pct") or {}
         if stats.get("stamp_form"):
             forms = ", ".join(f"{FORM_NAMES[f]} {pct:+.2f}%" for f, pct in sorted(tried.items()))
@@ -101,7 +105,7 @@ def summary_lines(trace: Trace) -> list[str]:
         lines.append(
             f"phases     {len(trace.phase_blocks)} of {len(trace.blocks)} blocks x "
             f"{trace.n_tiles} k-tiles of depth {config.step_depth}: {steps} "
-            f"(every {sampling.get('phase_every', 1)}. block)"
+            f"(1 block in {sampling.get('phase_every', 1)})"
         )
     if len(trace.probe):
         worst = int(np.max(_degrees(trace)))

@@ -34,7 +34,10 @@ Count = Annotated[int, Field(strict=True, ge=0)]
 Positive = Annotated[int, Field(strict=True, ge=1)]
 InputType = Literal["float32", "float16", "bfloat16"]  # core.kernel.INPUT_BYTES's keys
 StampForm = Literal["lanes", "store"]  # manifest.STAMP_FORMS (a test holds them equal)
-Number = Annotated[float, Field(strict=True)]  # strict: no bools, no numeric strings
+# strict: no bools, no numeric strings; finite: json reads NaN and Infinity, which the views
+# printed ("+nan% against level 0"). NonNegative's ge=0 refuses NaN and keeps infinity: a broken
+# kernel's relative error is inf.
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(strict=True, ge=0)]
 Level = Annotated[int, Field(strict=True, ge=0, le=3)]
 
@@ -96,6 +99,25 @@ class Sampling(_Section):
     diagnostics: str | None = None
 
 
+class StrideOverhead(BaseModel):
+    """[stride, overhead %]: a JSON pair, so a list, whose first item is a whole stride."""
+
+    model_config = ConfigDict(extra="forbid")
+    pair: Annotated[list[Number], Field(min_length=2, max_length=2)]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wrap(cls, value: Any) -> Any:
+        return {"pair": value}
+
+    @model_validator(mode="after")
+    def _whole_stride(self) -> StrideOverhead:
+        stride = self.pair[0]
+        if not (float(stride).is_integer() and stride >= 1):
+            raise ValueError("the stride must be a whole number >= 1")
+        return self
+
+
 class Stats(_Section):
     gflops: NonNegative
     time_ms_median: NonNegative | None = None
@@ -113,6 +135,10 @@ class Stats(_Section):
     instrumented_min_blocks: Positive | None = None  # the register bound the views state
     stamp_form: StampForm | None = None
     stamp_form_overheads_pct: dict[StampForm, Number] | None = None
+    # each stamping stride the recorder timed beside level 0 (stride, overhead %), in order
+    phase_every_overheads_pct: (
+        Annotated[list[StrideOverhead], Field(min_length=1, max_length=64)] | None
+    ) = None
 
     @model_validator(mode="after")
     def _span_has_its_parts(self) -> Stats:

@@ -153,3 +153,17 @@ def test_an_unknown_form_of_the_marks_is_refused_in_one_line(form) -> None:
         assert RunRequest("tiled", 64, 64, 64, stamp_form=ok).stamp_form == ok
     with pytest.raises(MatvizError, match="stamp form must be one of auto, lanes, store"):
         RunRequest("tiled", 64, 64, 64, stamp_form=form)
+
+
+@pytest.mark.parametrize("target", [0, -1, 100.5, float("nan"), float("inf"), True, "3", [3]])
+def test_an_overhead_target_outside_0_to_100_is_refused_in_one_line(target) -> None:
+    with pytest.raises(MatvizError, match="overhead target must be a percentage") as err:
+        RunRequest("tiled", 64, 64, 64, overhead_target_pct=target)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("target", [None, 0.5, 3, 100])
+def test_an_overhead_target_travels_to_the_worker(target) -> None:
+    request = RunRequest("tiled", 64, 64, 64, overhead_target_pct=target)
+    assert RunRequest.from_json(request.to_json()) == request
+    assert RunRequest("tiled", 64, 64, 64).overhead_target_pct == 3.0  # issue 9's level-2 target

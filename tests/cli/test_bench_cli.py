@@ -59,6 +59,21 @@ def test_saved_rows_become_table_markdown_readme_and_plot(tmp_path, saved, capsy
         assert image.size == (1200, 620)
 
 
+def test_a_thinned_level_2_says_how_many_blocks_stamped(tmp_path, capsys):
+    """Rows measured since the recorder keeps level 2 within its target say how many blocks
+    stamped where it was fewer than all; older rows, measured with every block, say nothing."""
+    path = tmp_path / "ladder.json"
+    path.write_text(json.dumps([{**ROWS[0], "phase_every_l2": 1},
+                                {**ROWS[1], "phase_every_l2": 4}]))  # fmt: skip
+    md = tmp_path / "t.md"
+    code, out, err = run(capsys, "bench", "--from", str(path), "--markdown", str(md))
+    assert code == 0, err
+    table = md.read_text()
+    assert "| +0.16% | +0.05% |" in table
+    assert "| -0.20% | +1.40% (1 block in 4 stamping) |" in table
+    assert "+1.40% (1 block in 4 stamping)" in out
+
+
 TENSOR_ROW = {
     "kernel": "wmma", "number": 9, "params": {"BM": 128, "BN": 128, "BK": 32, "WT": 32, "PAD": 8},
     "config": "BM128 BN128 BK32 W32 P8", "size": 4096, "dtype": "float16",

@@ -127,6 +127,12 @@ def test_cuda_backend_without_cuda_is_one_line(tmp_path, capsys):
         (["record", "tiled", "--budget-mib", "0"], "must be between 1"),
         (["record", "tiled", "--probe-block", "99,0"], "probe block (99, 0) is outside"),
         (["record", "tiled", "--probe-warp", "64"], "probe warp 64 is outside"),
+        (["record", "tiled", "--max-overhead", "0"], "must be a number > 0"),
+        (["record", "tiled", "--max-overhead", "-3"], "must be a number > 0"),
+        (["record", "tiled", "--max-overhead", "nan"], "must be a number > 0"),
+        (["record", "tiled", "--max-overhead", "1e400"], "must be a number > 0"),
+        (["record", "tiled", "--max-overhead", "101"], "101 must be at most 100"),
+        (["record", "tiled", "--max-overhead", "3%"], "'3%' is not a number"),
         (["frobnicate"], "invalid choice"),
     ],
 )
@@ -138,6 +144,23 @@ def test_bad_record_arguments(tmp_path, capsys, argv, fragment):
     )
     assert_one_line_error(code, err, fragment)
     assert not (tmp_path / "x.mvz").exists()
+
+
+@pytest.mark.parametrize(("given", "target"), [([], 3.0), (["--max-overhead", "1.5"], 1.5),
+                                               (["--max-overhead", "OFF"], None)])  # fmt: skip
+def test_the_overhead_target_reaches_the_request(capsys, monkeypatch, tmp_path, given, target):
+    from matviz.backends import contract
+    from matviz.errors import MatvizError
+
+    ran = []
+
+    def stop(request):
+        ran.append(request)
+        raise MatvizError("stopped here")
+
+    monkeypatch.setattr(contract, "run", stop)
+    run(capsys, "record", "tiled", "--backend", "sim", *given, "-o", str(tmp_path / "t.mvz"))
+    assert [r.overhead_target_pct for r in ran] == [target]
 
 
 def test_unwritable_output_fails_before_running(tmp_path, capsys):

@@ -658,6 +658,43 @@ def test_the_summary_says_which_form_of_the_marks_the_recorder_kept():
     )
 
 
+def thinned(trace, every: int, tried: list, pct: float):
+    """``trace`` as if the recorder had stamped 1 block in ``every`` after timing ``tried``."""
+    manifest = copy.deepcopy(trace.manifest)
+    manifest["sampling"]["phase_every"] = every
+    manifest["stats"].update(overhead_pct=pct, phase_every_overheads_pct=tried)
+    return dataclasses.replace(trace, manifest=manifest)
+
+
+def test_the_summary_says_how_many_blocks_stamped_and_each_stride_timed():
+    trace = load_trace(TRACE_DIR / "tiled_t32_p0_1024.mvz")
+    assert not any(line.startswith("stamping") for line in summary_lines(trace))
+    lines = summary_lines(thinned(trace, 4, [[1, 5.53], [2, 3.4], [4, 2.1]], 2.05))
+    assert "overhead   level-2 build +2.05% against level 0" in lines
+    assert "stamping   1 block in 4 (timed beside level 0: 1 in 1 +5.53%, 1 in 2 +3.40%, " \
+        "1 in 4 +2.10%)" in lines
+
+
+@pytest.mark.parametrize(
+    ("tried", "said"),
+    [([[1, 5.53], [2, 3.4], [4, 2.1]], "With every block stamping its k-steps it ran +5.5%"),
+     ([[3, 4.0], [6, 1.0]], "With 1 block in 3 stamping its k-steps it ran +4.0%")],
+)  # fmt: skip
+def test_facts_say_why_fewer_blocks_stamped(tried, said):
+    """Where the recorder thinned the stamping blocks, About this run says what stamping more
+    had cost and how many stamped, in both languages."""
+    trace = thinned(load_trace(TRACE_DIR / "tiled_t32_p0_1024.mvz"), tried[-1][0], tried, 1.0)
+    text = " ".join(trace_facts(trace))
+    assert said in text
+    assert f"So only 1 block in {tried[-1][0]} stamped them" in text
+    zh = json.loads(ZH_PATH.read_text(encoding="utf-8"))
+    chinese = " ".join(trace_facts(trace, lambda s: zh.get(s, s)))
+    assert f"只让每 {tried[-1][0]} 个线程块中的 1 个打标记" in chinese
+    assert "stamping" not in chinese
+    # one stamping every block from the start says nothing of it
+    assert "stamping its k-steps" not in " ".join(trace_facts(thinned(trace, 1, [[1, 2.0]], 2.0)))
+
+
 def test_the_forms_of_the_marks_are_written_once():
     """The schema's and the summary's forms of the marks are the manifest's."""
     import typing

@@ -66,6 +66,35 @@ def test_timeline_cost_is_what_the_stats_say_or_nothing(make_trace, stats, expec
     assert got == expected
 
 
+@pytest.mark.parametrize(
+    ("every", "tried", "expected"),
+    [
+        (4, [[1, 5.5], [2, 3.4], [4, 2.1]], (4, (1, 5.5))),
+        (6, [[3, 4.0], [6, 1.0]], (6, (3, 4.0))),  # the budget's stride was 3
+        (1, [[1, 2.0]], (1, None)),  # within at once: nothing thinned
+        (4, None, (4, None)),  # the user's or the budget's stride, nothing timed
+        (4, [], (4, None)),
+        (4, "fast", (4, None)),
+        (4, [[True, 5.5]], (4, None)),
+        (4, [[1, "5%"]], (4, None)),
+        (4, [[1]], (4, None)),
+        ("4", [[1, 5.5]], (1, None)),  # not a count: 1 in 1, and nothing denser than that
+        (0, [[1, 5.5]], (1, None)),
+    ],
+)
+def test_timeline_cost_says_how_many_blocks_stamped_and_what_more_had_cost(
+    make_trace, every, tried, expected
+):
+    """1 block in ``every`` stamped its k-steps; where the recorder thinned them to keep its
+    target, the densest stamping it timed and that one's overhead. Hostile values say less."""
+    trace = make_trace()
+    trace.manifest["sampling"] = {"timeline_level": 2, "phase_every": every}
+    trace.manifest["stats"] = {"gflops": 1.0, "overhead_pct": 2.1}
+    trace.manifest["stats"]["phase_every_overheads_pct"] = tried
+    cost = timeline_cost(trace)
+    assert (cost.every, cost.denser) == expected
+
+
 # -- scheduling ----------------------------------------------------------------------------
 
 

@@ -156,6 +156,38 @@ def test_the_recorder_keeps_the_form_of_the_marks_closer_to_level_0():
     print(f"\nvectorized 2048^3: {tried}, kept {stats['stamp_form']}")
 
 
+@pytest.mark.parametrize(
+    "kernel,params,size,target",
+    [("tiled", {"tile": 32, "pad": 2}, 4096, 3.0),  # measured +5.5% with every block stamping
+     ("register_tiling_1d", {"BM": 64, "BN": 128, "BK": 8, "TM": 16}, 2048, 3.0),
+     ("tiled", {"tile": 16, "pad": 0}, 1024, 0.001)],  # a target no stride meets
+    ids=["T32-P2", "04-TM16", "unreachable"],
+)  # fmt: skip
+def test_the_recorder_stamps_fewer_blocks_until_within_its_target(kernel, params, size, target):
+    """Level 2 is timed beside level 0 with 1 block in 1, 2, 4 ... stamping; the first stride
+    within the target is kept, or, where none is, the closest before too few blocks would
+    stamp. The trace holds that stride's phases and every figure on the way."""
+    req = request(kernel, size, size, size, params, level=2, repeats=5, overhead_target_pct=target)
+    trace = Recorder(req).run()
+    stats, sampled = trace.manifest["stats"], trace.manifest["sampling"]
+    config, sms = trace.config, trace.manifest["device"]["sm_count"]
+    tried = stats["phase_every_overheads_pct"]
+    strides = [n for n, _ in tried]
+    assert strides == [2**i for i in range(len(strides))]
+    within = [n for n, pct in tried if abs(pct) <= target]
+    assert within in ([], [strides[-1]])  # no stride is timed past the first within
+    if within:
+        assert sampled["phase_every"] == within[0]
+    else:  # doubling stopped where fewer blocks than SMs would stamp, and the closest was kept
+        assert -(-config.n_blocks // (2 * strides[-1])) < sms or 2 * strides[-1] > 64
+        assert sampled["phase_every"] == min(tried, key=lambda t: (abs(t[1]), t[0]))[0]
+    every = sampled["phase_every"]
+    np.testing.assert_array_equal(trace.phase_blocks, np.arange(0, config.n_blocks, every))
+    assert trace.marks.shape == (len(trace.phase_blocks), config.n_steps, len(config.marks))
+    print(f"\n{kernel} {params} {size}^3: tried {tried}, kept 1 in {every}, "
+          f"overhead {stats['overhead_pct']:+.2f}%")  # fmt: skip
+
+
 def test_globaltimer_span_matches_cuda_events():
     trace = Recorder(request("tiled", 2048, 2048, 2048, {"tile": 32, "pad": 0}, level=1)).run()
     stats = trace.manifest["stats"]
@@ -207,7 +239,7 @@ def test_double_buffered_copy_overlaps_compute(double_buffered, tile, level, eve
         rec = Recorder(request("double_buffered", M, N, K, {"tile": tile}, level=check_level))
         assert rec.verify() <= 1e-5, check_level
     req = request("double_buffered", M, N, K, {"tile": tile}, level=level, phase_every=every,
-                  repeats=3)  # fmt: skip
+                  repeats=3, overhead_target_pct=None)  # fmt: skip
     trace = Recorder(req).run()
     config = trace.config
     stats = trace.manifest["stats"]
@@ -267,7 +299,7 @@ def test_double_buffered_copy_overlaps_compute(double_buffered, tile, level, eve
 def test_pipeline_copies_run_ahead_of_the_compute(kernel, params, K, level, every, form):
     M, N = 520, 384
     req = request(kernel, M, N, K, params, level=level, phase_every=every, repeats=3,
-                  stamp_form=form)  # fmt: skip
+                  stamp_form=form, overhead_target_pct=None)  # fmt: skip
     trace = Recorder(req).run()
     config = trace.config
     stages = config.layout.in_flight
@@ -327,7 +359,7 @@ CROSS_WARP_NS = 64
 def test_producer_fills_the_ring_ahead_of_the_consumers(params, K, level, every, form):
     M, N = 520, 384
     req = request("wgmma_tma", M, N, K, params, level=level, phase_every=every, repeats=3,
-                  stamp_form=form)  # fmt: skip
+                  stamp_form=form, overhead_target_pct=None)  # fmt: skip
     trace = Recorder(req).run()
     config = trace.config
     ring = config.layout.in_flight
