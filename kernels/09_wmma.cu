@@ -1,4 +1,4 @@
-// 09_wmma - Tensor Cores through CUDA's WMMA API (lesson 8 §20-23).
+// 09_wmma - Tensor Cores through CUDA's WMMA API (lesson 8 §20-25).
 // A block computes a BM x BN tile of C with (BM/W) x (BN/W) warps; each warp owns a W x W warp
 // tile, held as (W/16)^2 16x16 accumulator fragments in its registers. Per k-step the block
 // copies a BM x BK tile of A and a BK x BN tile of B (fp16, 16 bytes a lane) into shared
@@ -7,9 +7,15 @@
 // ptxas turns into two HMMA.16816.F32 (m16n8k16) Tensor Core instructions. Sums stay in fp32.
 // PAD extra elements per shared row move consecutive rows to other banks: without it the eight
 // 16-byte rows of one ldmatrix phase lie 64 or 256 bytes apart and conflict.
+// STAGES 1: each k-step copies its tiles, waits at a barrier, multiplies and waits again, so the
+// Tensor Cores idle while the tiles arrive. STAGES > 1: kernel 07's pipeline (§24-25): shared
+// memory holds STAGES slots, cp.async copies step t + STAGES - 1 while step t multiplies, one
+// barrier per step, and the marks come in two channels (copy: issue, landed; compute: begin,
+// computed), both stamped by warp 0.
 #include <cuda_fp16.h>
 #include <mma.h>
 
+#include "cp_async.cuh"
 #include "trace.cuh"
 
 #ifndef BM
@@ -26,6 +32,9 @@
 #endif
 #ifndef PAD
 #define PAD 8
+#endif
+#ifndef STAGES
+#define STAGES 1
 #endif
 // fp16 only: for bf16 inputs nvcc (13.0, sm_90) builds load_matrix_sync from generic 4-byte
 // loads and register transposes (MOVM), not ldmatrix, so its shared accesses are another kernel's
@@ -46,14 +55,20 @@ static_assert(BK % 16 == 0, "a k-step is whole 16-deep MMA slices");
 static_assert((BM * BK / CHUNK) % THREADS == 0 && (BK * BN / CHUNK) % THREADS == 0,
               "every thread copies the same number of 16-byte chunks");
 static_assert(PAD % 8 == 0, "ldmatrix rows must stay 16-byte aligned");
+static_assert(STAGES >= 1 && STAGES <= 17, "1 to 17 stages (trace.cuh's copy channel)");
 
 namespace wmma = nvcuda::wmma;
 
 struct __align__(128) MvTiles {
-    elem As[BM][LDA];
-    elem Bs[BK][LDB];
+    elem As[STAGES][BM][LDA];  // slot s holds the A tile of the steps t with t % STAGES == s
+    elem Bs[STAGES][BK][LDB];
     float Cs[WARPS][16][LDC];  // each warp's fragment on its way to C
 };
+// Pipelined, the slots outgrow the 48 KiB a static __shared__ array may have: the struct lives
+// in dynamic shared memory, sized at launch; matviz passes the size the description gives.
+#ifdef MV_SMEM_BYTES
+static_assert(sizeof(MvTiles) == MV_SMEM_BYTES, "shared memory differs from the description");
+#endif
 
 // The 16-byte chunk at (r, c) of a row-major rows x cols matrix: one vector load where rows
 // are 16-byte aligned and the chunk is whole, else element by element, 0 outside (§26).
@@ -69,6 +84,41 @@ __device__ __forceinline__ uint4 load_chunk(const elem *src, int rows, int cols,
     return v;
 }
 
+#if STAGES > 1
+// The chunk at (r, c) into shared memory ahead of its k-step: one cp.async where rows are
+// 16-byte aligned (zero-filled outside), else through registers, element by element (§26).
+__device__ __forceinline__ void copy_chunk(elem *to, const elem *src, int rows, int cols, int r,
+                                           int c, bool aligned) {
+    if (aligned) {
+        const bool in = r < rows && c < cols;
+        cp_async16(to, in ? src + (size_t)r * cols + c : src, in);
+    } else {
+        *reinterpret_cast<uint4 *>(to) = load_chunk(src, rows, cols, r, c, false);
+    }
+}
+
+// The copies of k-step `step` into slot `slot` (chunks as in the synchronous copy below).
+__device__ __forceinline__ void copy_step(const elem *A, const elem *B, int M, int N, int K,
+                                          MvTiles &sm, int step, int slot, bool a_aligned,
+                                          bool b_aligned MV_TRACE_DECL) {
+    const int tid = threadIdx.x;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    MV_PROBE_BEGIN(step, &sm);
+#pragma unroll
+    for (int i = 0; i < BM * BK / CHUNK / THREADS; ++i) {
+        const int e = tid + i * THREADS, r = e / (BK / CHUNK), c = e % (BK / CHUNK) * CHUNK;
+        copy_chunk(&sm.As[slot][r][c], A, M, K, row0 + r, step * BK + c, a_aligned);
+        MV_PROBE(MV_SITE_st_As + i, &sm.As[slot][r][c]);
+    }
+#pragma unroll
+    for (int i = 0; i < BK * BN / CHUNK / THREADS; ++i) {
+        const int e = tid + i * THREADS, r = e / (BN / CHUNK), c = e % (BN / CHUNK) * CHUNK;
+        copy_chunk(&sm.Bs[slot][r][c], B, K, N, step * BK + r, col0 + c, b_aligned);
+        MV_PROBE(MV_SITE_st_Bs + i, &sm.Bs[slot][r][c]);
+    }
+}
+#endif
+
 template <bool MV_STAMPED>
 __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C, int M, int N,
                                           int K, MvTiles &sm MV_TRACE_DECL) {
@@ -82,31 +132,65 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
 #pragma unroll
         for (int j = 0; j < FRAGS; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
     const int num_tiles = (K + BK - 1) / BK;
+#if STAGES == 1
     MV_PHASES_BEGIN(num_tiles);
+    const int slot = 0;
+#else
+    MV_STEPS_BEGIN(num_tiles);
+    MV_CHANNEL(0, 0);  // copy
+    MV_CHANNEL(1, 0);  // compute
+    // Prologue: steps 0 .. STAGES-2 go out, one group each (an empty group past the last step
+    // keeps the count wait_group relies on).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < num_tiles) {
+            MV_STEP_OPEN(0, s);
+            copy_step(A, B, M, N, K, sm, s, s, a_aligned, b_aligned MV_TRACE_FORWARD);
+        }
+        cp_async_commit();
+    }
+    int slot = 0, write_slot = STAGES - 1;
+#endif
     MV_WARPS_BEGIN(num_tiles);
 
     for (int t = 0; t < num_tiles; ++t) {
+#if STAGES == 1
         MV_MARK_ISSUED(t);
         MV_PROBE_BEGIN(t, &sm);
         // chunk e = tid + i*THREADS: 8 consecutive elements of one row, coalesced
 #pragma unroll
         for (int i = 0; i < BM * BK / CHUNK / THREADS; ++i) {
             const int e = tid + i * THREADS, r = e / (BK / CHUNK), c = e % (BK / CHUNK) * CHUNK;
-            *reinterpret_cast<uint4 *>(&sm.As[r][c]) =
+            *reinterpret_cast<uint4 *>(&sm.As[slot][r][c]) =
                 load_chunk(A, M, K, row0 + r, t * BK + c, a_aligned);
-            MV_PROBE(MV_SITE_st_As + i, &sm.As[r][c]);
+            MV_PROBE(MV_SITE_st_As + i, &sm.As[slot][r][c]);
         }
 #pragma unroll
         for (int i = 0; i < BK * BN / CHUNK / THREADS; ++i) {
             const int e = tid + i * THREADS, r = e / (BN / CHUNK), c = e % (BN / CHUNK) * CHUNK;
-            *reinterpret_cast<uint4 *>(&sm.Bs[r][c]) =
+            *reinterpret_cast<uint4 *>(&sm.Bs[slot][r][c]) =
                 load_chunk(B, K, N, t * BK + r, col0 + c, b_aligned);
-            MV_PROBE(MV_SITE_st_Bs + i, &sm.Bs[r][c]);
+            MV_PROBE(MV_SITE_st_Bs + i, &sm.Bs[slot][r][c]);
         }
         MV_ARRIVE(t, 0);
         __syncthreads();  // barrier 1: the tiles are complete
         MV_RELEASED(t, 0);
         MV_MARK_LOADED(t);
+#else
+        cp_async_wait<STAGES - 2>();  // this thread's copy of step t has landed
+        MV_ARRIVE(t, 0);
+        __syncthreads();  // everyone's has, and nobody reads slot (t - 1) % STAGES any more
+        MV_RELEASED(t, 0);
+        MV_STEP_CLOSE(0, t, 1);
+        const int next = t + STAGES - 1;
+        if (next < num_tiles) {
+            MV_STEP_OPEN(0, next);
+            copy_step(A, B, M, N, K, sm, next, write_slot, a_aligned, b_aligned MV_TRACE_FORWARD);
+        }
+        cp_async_commit();
+        MV_STEP_BEGIN(1, t);
+        MV_PROBE_BEGIN(t, &sm);
+#endif
 
         // ldmatrix .x4: lane l gives row (l % 8) + 8 * ((l / 8) % 2), column 8 * (l / 16) of the
         // 16x16 fragment it loads (one 8x8 matrix per 8 lanes); the probe records that row
@@ -117,24 +201,36 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
             wmma::fragment<wmma::matrix_b, 16, 16, 16, elem, wmma::row_major> b;
 #pragma unroll
             for (int i = 0; i < FRAGS; ++i) {
-                wmma::load_matrix_sync(a[i], &sm.As[wm * WT + i * 16][kk * 16], LDA);
-                MV_PROBE(MV_SITE_ld_As + kk * FRAGS + i, &sm.As[wm * WT + i * 16 + lr][kk * 16 + lc]);
+                wmma::load_matrix_sync(a[i], &sm.As[slot][wm * WT + i * 16][kk * 16], LDA);
+                MV_PROBE(MV_SITE_ld_As + kk * FRAGS + i,
+                         &sm.As[slot][wm * WT + i * 16 + lr][kk * 16 + lc]);
             }
             // one B fragment at a time: FRAGS of them beside FRAGS^2 accumulators would spill
 #pragma unroll
             for (int j = 0; j < FRAGS; ++j) {
-                wmma::load_matrix_sync(b, &sm.Bs[kk * 16][wn * WT + j * 16], LDB);
-                MV_PROBE(MV_SITE_ld_Bs + kk * FRAGS + j, &sm.Bs[kk * 16 + lr][wn * WT + j * 16 + lc]);
+                wmma::load_matrix_sync(b, &sm.Bs[slot][kk * 16][wn * WT + j * 16], LDB);
+                MV_PROBE(MV_SITE_ld_Bs + kk * FRAGS + j,
+                         &sm.Bs[slot][kk * 16 + lr][wn * WT + j * 16 + lc]);
 #pragma unroll
                 for (int i = 0; i < FRAGS; ++i) wmma::mma_sync(acc[i][j], a[i], b, acc[i][j]);
             }
         }
 
+#if STAGES == 1
         MV_ARRIVE(t, 1);
         __syncthreads();  // barrier 2: nobody overwrites the tiles while others read them
         MV_RELEASED(t, 1);
     }
     MV_MARK_LAST_COMPUTED();
+#else
+        MV_STEP_MARK(1, t, 1);
+        slot = slot == STAGES - 1 ? 0 : slot + 1;
+        write_slot = write_slot == STAGES - 1 ? 0 : write_slot + 1;
+    }
+    cp_async_wait<0>();  // no copy outlives the block (the last groups are empty)
+    MV_CHANNEL_FLUSH_CLOSED(0);
+    MV_CHANNEL_FLUSH(1);
+#endif
 
     // A fragment's layout in registers is not C's, and C's rows need not be 32-byte aligned:
     // each fragment goes through the warp's staging tile, then lane l writes elements l + 32q.
@@ -157,7 +253,12 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
 extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_wmma(const elem *A, const elem *B,
                                                              float *C, int M, int N,
                                                              int K MV_TRACE_PARAMS) {
+#if STAGES == 1
     __shared__ MvTiles sm;
+#else
+    extern __shared__ __align__(128) unsigned char mv_smem[];
+    MvTiles &sm = *reinterpret_cast<MvTiles *>(mv_smem);
+#endif
     MV_BLOCK_BEGIN();
     MV_RUN(wmma_gemm, A, B, C, M, N, K, sm);
     MV_BLOCK_END();

@@ -1,6 +1,10 @@
-"""09_wmma: Tensor Cores through the WMMA API, 16x16x16 fragments per warp (§20-23)."""
+"""09_wmma: Tensor Cores through the WMMA API, 16x16x16 fragments per warp (§20-23); at
+STAGES > 1 fed by kernel 07's cp.async pipeline (§24-25): shared memory stacks STAGES slots of
+each tile, and step t uses slot t % STAGES."""
 
 from matviz.core.kernel import (
+    DYNAMIC_SMEM_LIMIT,
+    STATIC_SMEM_LIMIT,
     Constraint,
     Fragment,
     GlobalAccess,
@@ -14,7 +18,10 @@ from matviz.core.kernel import (
     cdiv,
 )
 from matviz.core.mma_layouts import ldmatrix_x4_row, m16n8k16_a, m16n8k16_b
-from matviz.core.registry import sibling
+from matviz.core.registry import sibling, sibling_module
+
+pipeline = sibling_module("07_async_pipeline")
+one_d = sibling("04_register_tiling_1d")
 
 CHUNK = 8  # elements of one 16-byte copy
 LDC = 20  # floats per row of a warp's C staging tile
@@ -31,6 +38,12 @@ def threads(p):
 
 def frags(p):
     return p.WT // 16
+
+
+def smem_bytes(p):
+    """STAGES slots of the padded A and B tiles, and each warp's C staging tile."""
+    tiles = p.STAGES * (p.BM * (p.BK + p.PAD) + p.BK * (p.BN + p.PAD)) * HALF
+    return tiles + warps(p) * 16 * LDC * 4
 
 
 def issued(p, M, N, K):
@@ -130,11 +143,39 @@ def _mma(p):
     )
 
 
+def _sites(p):
+    """The copies, then per 16-deep slice kk fragment i of A and fragment j of B (instance
+    kk*FRAGS + i); B is row-major (k x n), so its fragments load transposed (MT88). Pipelined,
+    the copies go out by cp.async into step t's slot, and the loads read it."""
+    copies = (
+        tile_copy("st_As", "As", lambda p: (p.BM, p.BK), a_corner),
+        tile_copy("st_Bs", "Bs", lambda p: (p.BK, p.BN), b_corner),
+    )
+    loads = (
+        Site("ld_As", "load", "As", "compute", width=16, matrix_load="LDSM.16.M88.4",
+             at=_ld_as, repeat=lambda p: p.BK // 16 * frags(p)),
+        Site("ld_Bs", "load", "Bs", "compute", width=16, matrix_load="LDSM.16.MT88.4",
+             at=_ld_bs, repeat=lambda p: p.BK // 16 * frags(p)),
+    )  # fmt: skip
+    if p.STAGES == 1:
+        return copies + loads
+    rows = (lambda p: p.BM, lambda p: p.BK)  # each array's rows in one slot
+    return tuple(
+        pipeline.in_slot(site, rows[i % 2], phase="copy", async_copy=True)
+        for i, site in enumerate(copies)
+    ) + tuple(pipeline.in_slot(site, rows[i]) for i, site in enumerate(loads))
+
+
+def _kstep(p):
+    """Load, barrier, compute, barrier (kernels 02-04); pipelined, kernel 07's k-step."""
+    return one_d.kstep if p.STAGES == 1 else pipeline.KERNEL.kstep
+
+
 KERNEL = Kernel(
     title="Tensor Cores with WMMA: 16x16x16 fragments per warp",
     concept="each warp loads 16x16 fragments of As and Bs with ldmatrix and multiplies them on "
     "the Tensor Cores: one mma_sync does 4096 multiply-adds, summed in fp32",
-    sections="lesson 8 §20-23",
+    sections="lesson 8 §20-25",
     # Default: the fastest at level 0 of a prototype's configurations on the H200 (4096^3 fp16:
     # 92.9 TFLOP/s; 64x64 warp tiles 67.9, 64x64 blocks 76.1, PAD 0 43.4); as built it reached
     # 89.2 and 90.9 in two ladder runs, cuBLAS 613-695 in the same runs.
@@ -144,8 +185,20 @@ KERNEL = Kernel(
         Param("BK", (16, 32), 32, "BK", "BK", "depth of one k-step (columns of the A tile)"),
         Param("WT", (32, 64), 32, "WT", "W", "rows and columns of C per warp (its warp tile)"),
         Param("PAD", (0, 8), 8, "PAD", "P", "elements added to each shared row", layout="pad"),
-    ),
+        Param("STAGES", (1, 2, 3), 1, "STAGES", "S",
+              "k-steps in flight: 1 copies each step's tiles and waits for them; more copy "
+              "ahead with cp.async into as many slots of shared memory",
+              label_default=False),
+    ),  # fmt: skip
     constraints=(
+        Constraint(lambda p: smem_bytes(p) <= (STATIC_SMEM_LIMIT if p.STAGES == 1
+                                               else DYNAMIC_SMEM_LIMIT),
+                   "STAGES={STAGES} slots of the BM={BM} x BK={BK} and BK x BN={BN} tiles "
+                   "exceed the shared memory a block may have"),
+        # a pipeline is worth building on conflict-free tiles only (and each configuration is
+        # compiled at 4 levels and measured with ncu)
+        Constraint(lambda p: p.STAGES == 1 or p.PAD == 8,
+                   "STAGES={STAGES} needs PAD=8: the pipelined kernel reads padded tiles"),
         # square block tiles keep the parameter space (every one compiled at 4 levels) small
         Constraint(lambda p: p.BM == p.BN, "BM={BM} and BN={BN} must be equal"),
         Constraint(lambda p: p.BM % p.WT == 0, "BM={BM} must be a multiple of the warp tile"),
@@ -171,41 +224,17 @@ KERNEL = Kernel(
     inputs=lambda p: "float16",
     mma=_mma,
     shared=lambda p: (
-        SharedArray("As", p.BM, p.BK, p.PAD, HALF, "float16", source="A", align=128),
-        SharedArray("Bs", p.BK, p.BN, p.PAD, HALF, "float16", source="B", align=16),
+        # each array's STAGES slots one after the other
+        SharedArray("As", p.STAGES * p.BM, p.BK, p.PAD, HALF, "float16", source="A", align=128),
+        SharedArray("Bs", p.STAGES * p.BK, p.BN, p.PAD, HALF, "float16", source="B", align=16),
         SharedArray("Cs", warps(p) * 16, 16, LDC - 16, align=16),
     ),
-    sites=(
-        tile_copy("st_As", "As", lambda p: (p.BM, p.BK), a_corner),
-        tile_copy("st_Bs", "Bs", lambda p: (p.BK, p.BN), b_corner),
-        # per 16-deep slice kk: fragment i of A, then fragment j of B (instance kk*FRAGS + i);
-        # B is row-major (k x n), so its fragments load transposed (MT88)
-        Site(
-            "ld_As",
-            "load",
-            "As",
-            "compute",
-            width=16,
-            matrix_load="LDSM.16.M88.4",
-            at=_ld_as,
-            repeat=lambda p: p.BK // 16 * frags(p),
-        ),
-        Site(
-            "ld_Bs",
-            "load",
-            "Bs",
-            "compute",
-            width=16,
-            matrix_load="LDSM.16.MT88.4",
-            at=_ld_bs,
-            repeat=lambda p: p.BK // 16 * frags(p),
-        ),
-    ),  # fmt: skip
+    sites=_sites,
     global_accesses=(
         GlobalAccess("st_C", "store", "C", at=_st_c, repeat=lambda p: frags(p) ** 2 * 8),
     ),
-    # load, barrier, compute, barrier: the k-step of kernels 02-04
-    kstep=sibling("04_register_tiling_1d").kstep,
+    kstep=_kstep,
+    dynamic_shared=lambda p: p.STAGES > 1,
     work=Work(
         # a block loads BM*BK + BK*BN halves per k-step for BM*BN*BK multiply-adds
         formula="mnk(1/BN + 1/BM) × 2 B",

@@ -80,7 +80,7 @@ def compiled_kernel(
     if "<mma.h>" in source:
         defines += toolkit_includes()
     function = _compiled(source, tuple(defines), entry or config.kernel.entry_point)
-    if entry or not config.kernel.dynamic_shared:
+    if entry or not config.dynamic_shared:
         return BuiltKernel(function)
     # above 48 KiB a kernel must opt in before its launch asks for more
     function.max_dynamic_shared_size_bytes = config.smem_bytes

@@ -50,17 +50,18 @@ def configurations(shared_only: bool = True):
     from matviz.core.registry import kernels
 
     for kernel in kernels().values():
-        if shared_only and not kernel.sites:
-            continue
         for params in kernel.configurations():
+            if shared_only and not kernel.sites_at(params):
+                continue
             tag = f"{kernel.stem}_{kernel.labels(params).replace(' ', '_')}"
             yield tag, kernel, params
 
 
 def print_list(configs) -> int:
     for tag, kernel, params in configs:
-        copies = int(any(site.async_copy for site in kernel.sites))
-        matrix = int(any(site.matrix_load for site in kernel.sites))
+        sites = kernel.sites_at(params)
+        copies = int(any(site.async_copy for site in sites))
+        matrix = int(any(site.matrix_load for site in sites))
         print(f"{tag}\t{kernel.name}\t{json.dumps(params, separators=(',', ':'))}"
               f"\t{kernel.entry_point}\t{copies}\t{matrix}")  # fmt: skip
     return 0

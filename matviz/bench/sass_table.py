@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(sass_table.TABLE))
     args = parser.parse_args(argv)
-    jobs = [(k, p) for k in kernels().values() if k.sites for p in k.configurations()]
+    jobs = [(k, p) for k in kernels().values() for p in k.configurations() if k.sites_at(p)]
     with ThreadPoolExecutor(max_workers=4) as pool:  # nvcc runs in its own processes
         rows = dict(pool.map(_row, jobs))
     nvcc = nvcc_path()

@@ -231,7 +231,8 @@ class KernelConfig:
     # -- k-steps ----------------------------------------------------------------------------
     @property
     def kstep(self) -> KStep | None:
-        return self.kernel.kstep
+        kstep = self.kernel.kstep
+        return kstep(self.p) if callable(kstep) else kstep
 
     @property
     def step_depth(self) -> int:
@@ -278,7 +279,7 @@ class KernelConfig:
     def sites(self) -> tuple[ResolvedSite, ...]:
         """Sites with their repeat counts and probe slots (site-major: slot + k)."""
         out, slot = [], 0
-        for site in self.kernel.sites:
+        for site in self.kernel.sites_at(self.params):
             repeat = value_of(site.repeat, self.p)
             out.append(ResolvedSite(site, repeat, slot))
             slot += repeat
@@ -392,10 +393,16 @@ class KernelConfig:
 
     # -- checks and build -------------------------------------------------------------------
     @property
+    def dynamic_shared(self) -> bool:
+        """The shared struct is sized at launch (dynamic shared memory), not static."""
+        dynamic = self.kernel.dynamic_shared
+        return bool(dynamic(self.p) if callable(dynamic) else dynamic)
+
+    @property
     def smem_limit(self) -> int:
         """Shared memory a block of this kernel may have: 48 KiB of static arrays, or what
         sm_90 lets a block opt in to where the kernel sizes its shared memory at launch."""
-        return DYNAMIC_SMEM_LIMIT if self.kernel.dynamic_shared else STATIC_SMEM_LIMIT
+        return DYNAMIC_SMEM_LIMIT if self.dynamic_shared else STATIC_SMEM_LIMIT
 
     def check(self, smem_limit: int | None = None) -> KernelConfig:
         """Raise a one-line MatvizError unless this configuration can launch (on a device
@@ -448,7 +455,7 @@ class KernelConfig:
             out.append(f"-DMV_BARRIERS={self.n_barriers}")
         if self.kstep:
             out.append(f"-DMV_CHANNELS={len(self.kstep.channels)}")
-        if self.kernel.dynamic_shared:
+        if self.dynamic_shared:
             out.append(f"-DMV_SMEM_BYTES={self.smem_bytes}")
         if stamp_store:
             out.append("-DMV_STAMP_STORE=1")

@@ -439,18 +439,20 @@ class Kernel:
     launch: Callable[[Params, int, int, int], Launch]
     work: Work
     shared: Callable[[Params], Sequence[SharedArray]] = lambda p: ()
-    sites: tuple[Site, ...] = ()
+    # the shared-memory accesses; a function of the parameters where they change what the
+    # k-step does (a synchronous copy at one value, a pipelined one at another)
+    sites: tuple[Site, ...] | Callable[[Params], tuple[Site, ...]] = ()
     global_accesses: tuple[GlobalAccess, ...] = ()
     # how A, B and C lie in memory: "row" (the default) or "col" (column-major, §28)
     layouts: Callable[[Params], Mapping[str, str]] = lambda p: {}
-    kstep: KStep | None = None
+    kstep: KStep | None | Callable[[Params], KStep | None] = None
     # the element type of A and B in memory ("float32", "float16", "bfloat16"); C is float32
     inputs: Callable[[Params], str] = lambda p: "float32"
     # Tensor Core kernels: the MMA and its fragments (None: FP32 FMAs on the CUDA cores)
     mma: Callable[[Params], Mma] | None = None
     # the shared struct lives in dynamic shared memory, sized at launch: a block may then have
     # more than the 48 KiB static arrays allow (the .cu checks its size against MV_SMEM_BYTES)
-    dynamic_shared: bool = False
+    dynamic_shared: bool | Callable[[Params], bool] = False
     # tiles the copy engine brings in (TMA): the recorder passes a tensor map of the matrix
     # instead of its pointer
     copies: tuple[BulkCopy, ...] = ()
@@ -481,8 +483,15 @@ class Kernel:
                 return p
         raise MatvizError(f"kernel {self.name} has no parameter '{name}'")
 
+    def sites_at(self, params: Mapping[str, ParamValue]) -> tuple[Site, ...]:
+        """The shared-memory access sites at ``params``."""
+        return self.sites(Params(params)) if callable(self.sites) else self.sites
+
     def site(self, name: str) -> Site:
-        """The shared-memory access site ``name``, for a description that varies another's."""
+        """The shared-memory access site ``name``, for a description that varies another's
+        (one whose sites do not depend on its parameters)."""
+        if callable(self.sites):
+            raise MatvizError(f"kernel {self.name}'s access sites depend on its parameters")
         for s in self.sites:
             if s.name == name:
                 return s

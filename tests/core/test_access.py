@@ -186,7 +186,7 @@ def test_warps_past_the_block_are_inactive() -> None:
 
 def test_naive_kernel_has_no_records() -> None:
     assert len(access_records("naive", 16, 0, 0)) == 0
-    modelled = {name for name, k in kernels().items() if k.sites}
+    modelled = {name for name, k in kernels().items() if k.sites_at(k.default_params())}
     assert "naive" not in modelled
     assert set(SEED_TILED) <= modelled
 
@@ -317,7 +317,7 @@ def test_a_site_that_needs_k_as_a_number_is_evaluated_per_instance() -> None:
                  at=lambda th, p: (rows[th.k] if th.k < 16 else 0, th.tid % 16))  # fmt: skip
     sites = tuple(
         dataclasses.replace(site, at=picky.at) if site.name == "ld_As" else site
-        for site in config.kernel.sites
+        for site in config.kernel.sites_at(config.params)
     )
     kernel = dataclasses.replace(config.kernel, sites=sites)
     picky_config = kernel.configure(config.params, 64, 64, 64)

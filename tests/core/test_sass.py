@@ -36,7 +36,7 @@ def test_naive_instrumented_loop_is_scheduled_as_at_level_0(tile: int, level: in
 @needs_sass
 @pytest.mark.parametrize(
     ("kernel", "params"),
-    [(k.name, params) for k in kernels().values() if k.sites for params in k.configurations()],
+    [(k.name, p) for k in kernels().values() for p in k.configurations() if k.sites_at(p)],
     ids=str,
 )
 def test_shared_load_widths_are_what_the_model_assumes(kernel: str, params: dict) -> None:

@@ -46,7 +46,7 @@ def test_every_configuration_is_correct(kernel, params, shape):
 
 
 # one conformance test per registered kernel configuration with shared-memory sites
-MODELLED = [(name, p) for name, p in CONFIGS if get_kernel(name).sites]
+MODELLED = [(name, p) for name, p in CONFIGS if get_kernel(name).sites_at(p)]
 
 
 @pytest.mark.parametrize("kernel,params", MODELLED, ids=lambda v: str(v))
@@ -292,8 +292,11 @@ def test_double_buffered_copy_overlaps_compute(double_buffered, tile, level, eve
         ("mma_pipeline", {"STAGES": 4}, 1000, 3, 1),  # 32 steps, ragged
         ("mma_pipeline", {"STAGES": 3, "BF16": 1}, 2048, 2, 3),  # 64
         ("mma_pipeline", {"STAGES": 2, "BN": 256}, 1536, 2, 1),  # 48: ends on a flush
+        ("wmma", {"STAGES": 3, "WT": 64}, 1000, 3, 1),  # 32 steps, ragged
+        ("wmma", {"STAGES": 2, "BM": 64, "BN": 64, "BK": 16}, 1024, 2, 3),  # 64
     ],
-    ids=["S4-level3", "S3-every3", "S2", "mma-S4-level3", "mma-S3-every3-bf16", "mma-S2"],
+    ids=["S4-level3", "S3-every3", "S2", "mma-S4-level3", "mma-S3-every3-bf16", "mma-S2",
+         "wmma-S3-level3", "wmma-S2-every3"],
 )  # fmt: skip
 @pytest.mark.parametrize("form", FORMS)
 def test_pipeline_copies_run_ahead_of_the_compute(kernel, params, K, level, every, form):
@@ -409,7 +412,7 @@ from matviz.errors import MatvizError  # noqa: E402
 VALUE_PROBED = [
     (name, p)
     for name, p in MODELLED
-    if any(s.kind == "load" and not s.matrix_load for s in get_kernel(name).sites)
+    if any(s.kind == "load" and not s.matrix_load for s in get_kernel(name).sites_at(p))
 ]
 
 
