@@ -174,7 +174,8 @@ def _kstep(p):
 KERNEL = Kernel(
     title="Tensor Cores with WMMA: 16x16x16 fragments per warp",
     concept="each warp loads 16x16 fragments of As and Bs with ldmatrix and multiplies them on "
-    "the Tensor Cores: one mma_sync does 4096 multiply-adds, summed in fp32",
+    "the Tensor Cores: one mma_sync does 4096 multiply-adds, summed in fp32; at STAGES > 1, "
+    "cp.async copies the next k-steps' tiles while the Tensor Cores work",
     sections="lesson 8 §20-25",
     # Default: the fastest at level 0 of a prototype's configurations on the H200 (4096^3 fp16:
     # 92.9 TFLOP/s; 64x64 warp tiles 67.9, 64x64 blocks 76.1, PAD 0 43.4); as built it reached
