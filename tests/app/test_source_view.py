@@ -90,3 +90,22 @@ def test_a_pipeline_lights_its_copies_while_it_only_loads(view, kernel):
     assert "__syncthreads" in loading and "mma_16816(" not in loading and "+=" not in loading
     session.set_playhead(first_time(session, 0, BlockState.COMPUTING))
     assert "cp_async_wait<STAGES - 2>" not in lit_text(view)
+
+
+def test_a_pipelined_configuration_greys_the_synchronous_loop(view):
+    session = view.session
+    session.set_trace(run(RunRequest("wmma", 256, 256, 256, {"STAGES": 3}, level=2)))
+    session.select_block(0)
+    session.set_playhead(first_time(session, 0, BlockState.COMPUTING))
+    lines = view.text.toPlainText().splitlines()
+    left_out = "\n".join(lines[n - 1] for n in view.left_out)
+    # the synchronous copy and barrier 2 (STAGES 1) are left out; the pipelined loop is lit
+    assert "barrier 2" in left_out and "load_chunk(A, M, K" in left_out
+    assert "cp_async_wait<STAGES - 2>" not in left_out
+    assert "wmma::mma_sync" in lit_text(view) and not set(view.lit) & set(view.left_out)
+    grey = {sel.cursor.blockNumber() + 1 for sel in view.text.extraSelections()
+            if sel.format.foreground().color().red() == 150}  # fmt: skip
+    assert set(view.left_out) <= grey
+    assert "does not compile (#if)" in view.caption.text()
+    session.set_trace(run(RunRequest("tiled", 128, 128, 128, level=2)))
+    assert view.left_out == () and "#if" not in view.caption.text()
