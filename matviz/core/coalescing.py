@@ -7,6 +7,11 @@ broadcast), up to 32 when each lane's element lies in its own sector (a column o
 matrix: lanes stride by the row length). Matrices start 256-byte aligned (cudaMalloc).
 ``ncu`` counts the same thing as ``l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum`` over
 ``l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum``.
+
+A 16-byte cp.async (LDGSTS.128) also writes shared memory itself, 8 lanes (128 bytes) at a
+time, and ncu counts the 32-byte shared sectors each 8 lanes write where they are more than the
+global ones: kernel 09's copies into rows padded by 16 bytes start every other row in the middle
+of a sector (ncu: 21 and 19 sectors per request at BK 16 and 32, where the global side is 16).
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from matviz.core.access import evaluate
+from matviz.core.access import evaluate, lane_offsets
 from matviz.core.config import KernelConfig
 from matviz.core.kernel import GlobalAccess
 
 SECTOR_BYTES = 32
 LINE_BYTES = 128
 ELEMENT_BYTES = 4
+SHARED_PHASE_LANES = 8  # lanes whose 16-byte copies land in shared memory together
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,7 @@ class Request:
     addresses: np.ndarray
     width: int = ELEMENT_BYTES  # bytes per lane
     element: int = ELEMENT_BYTES  # bytes per element of the matrix (2 for fp16 inputs)
+    landing: np.ndarray | None = None  # a cp.async's shared byte offset per lane (-1: none)
 
     @property
     def active(self) -> np.ndarray:
@@ -44,6 +51,20 @@ class Request:
     def sectors(self) -> np.ndarray:
         """The distinct 32-byte sectors, as sector numbers from the matrix's start."""
         return np.unique(self._bytes() // SECTOR_BYTES)
+
+    @property
+    def counted_sectors(self) -> int:
+        """The sectors ncu counts for the request: its global sectors or, for a 16-byte
+        cp.async, the 32-byte shared sectors each 8 lanes write, if those are more."""
+        counted = self.sectors.size
+        if self.landing is None or self.width != 16:
+            return counted
+        shared = 0
+        for phase in self.landing.reshape(-1, SHARED_PHASE_LANES):
+            first = phase[phase >= 0]
+            touched = (first[:, None] + np.arange(self.width)).ravel() // SECTOR_BYTES
+            shared += np.unique(touched).size
+        return max(counted, shared)
 
     @property
     def lines(self) -> np.ndarray:
@@ -106,6 +127,9 @@ def warp_requests(
                     where,
                     access.width,
                     config.element_bytes(access.matrix),
+                    lane_offsets(config, access.lands_in, warp, k, block, t)
+                    if access.lands_in
+                    else None,
                 )
             )
     return out
@@ -121,4 +145,4 @@ def sectors_per_request(config: KernelConfig, kind: str = "load") -> float:
         for r in warp_requests(config, w)
         if r.kind == kind and r.active.any()
     ]
-    return float(np.mean([r.sectors.size for r in requests])) if requests else float("nan")
+    return float(np.mean([r.counted_sectors for r in requests])) if requests else float("nan")

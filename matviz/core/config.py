@@ -331,7 +331,10 @@ class KernelConfig:
                 source = rs.site.source
                 at = source if group == 1 else _every(source, group)
                 name = f"ld_{matrix} → {rs.name}"
-                access = GlobalAccess(name, "load", matrix, at, width=rs.site.loaded_width)
+                lands_in = rs.name if rs.site.async_copy and group == 1 else None
+                access = GlobalAccess(
+                    name, "load", matrix, at, width=rs.site.loaded_width, lands_in=lands_in
+                )
                 out.append((access, rs.repeat // group))
         out += [(g, value_of(g.repeat, self.p)) for g in self.kernel.global_accesses]
         return tuple(out)

@@ -269,6 +269,8 @@ class GlobalAccess:
     at: Where
     repeat: IntOf = 1
     width: int = 4  # bytes per lane (16: a float4)
+    # the store site a cp.async copy writes itself (LDGSTS): where each lane's bytes land
+    lands_in: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("load", "store"):

@@ -68,3 +68,20 @@ def test_chinese(view):
     view.session.set_trace(simulate("naive", tile=16, b_col_major=1))
     choose(view, "ld_B")
     assert "合并" in view.title.text()
+
+
+def test_a_cp_async_into_rows_that_start_mid_sector_says_its_shared_sectors(view, qtbot):
+    """Kernel 09's pipelined copy of A: 16 global sectors, coalesced, but 24 shared sectors
+    written (ncu's count), in both languages; its copy through registers says nothing more."""
+    tile = {"BM": 64, "BN": 64, "BK": 16, "WT": 32, "PAD": 8}
+    view.session.set_trace(simulate("wmma", 256, STAGES=2, **tile))
+    choose(view, "ld_A → st_As")
+    text = view.summary.text()
+    assert "16 sectors of 32 B" in text and "coalesced" in text
+    assert "it writes 24 shared sectors, the count ncu gives" in text
+    i18n.set_language("zh_CN")
+    qtbot.waitUntil(lambda: "它写了 24 个共享内存扇区" in view.summary.text())
+    i18n.set_language("en")
+    view.session.set_trace(simulate("wmma", 256, STAGES=1, **tile))
+    choose(view, "ld_A → st_As")
+    assert "shared sectors" not in view.summary.text()

@@ -90,3 +90,36 @@ def test_model_matches_ncu_on_the_h200():
         config = kernel.configure(params, 1024, 1024, 1024)
         assert co.sectors_per_request(config) == pytest.approx(load, rel=0.05, nan_ok=True), tag
         assert co.sectors_per_request(config, "store") == pytest.approx(store, rel=0.05), tag
+
+
+def test_a_16_byte_cp_async_into_rows_that_start_mid_sector_counts_its_shared_sectors():
+    """Kernel 09's pipelined copies land in rows padded by 16 bytes: every other row starts in
+    the middle of a 32-byte shared sector, and 8 lanes write at a time. A request counts those
+    shared sectors where they are more than its 16 global ones (ncu: 21 at BK 16, 19 at BK 32);
+    the same tiles copied through registers (STAGES 1) count 16, padded or not."""
+    wmma = get_kernel("wmma")
+
+    def configured(**params):
+        tile = {"BM": 64, "BN": 64, "WT": 32, **params}
+        return wmma.configure(wmma.resolve_params(tile), 1024, 1024, 1024)
+
+    def per_request(**params):
+        return co.sectors_per_request(configured(**params))
+
+    assert per_request(BK=16, PAD=8, STAGES=2) == 21  # A 24, B 18
+    assert per_request(BK=32, PAD=8, STAGES=3) == 19  # A 20, B 18
+    assert per_request(BK=16, PAD=8, STAGES=1) == per_request(BK=16, PAD=0, STAGES=1) == 16
+    a = next(r for r in co.warp_requests(configured(BK=16, PAD=8, STAGES=2), 0) if r.matrix == "A")
+    assert a.sectors.size == 16 and a.counted_sectors == 24  # the global side alone is coalesced
+
+
+def test_only_16_byte_copies_count_shared_sectors():
+    """4-byte cp.async copies (kernel 07's transposed A) and plain loads count global sectors."""
+    lane = np.arange(32)
+    landing = lane // 2 * 48 + lane % 2 * 16  # 32-byte rows 48 bytes apart, two lanes a row
+    global_16 = co.Request("x", "load", "A", 0, lane * 16, 16, 2, landing)
+    assert global_16.sectors.size == 16 and global_16.counted_sectors == 24  # 1 + 2 + 1 + 2 per 8
+    global_4 = co.Request("x", "load", "A", 0, lane * 4, 4, 4, landing)
+    assert global_4.counted_sectors == global_4.sectors.size == 4
+    plain = co.Request("x", "load", "A", 0, lane * 16, 16, 2)
+    assert plain.counted_sectors == 16

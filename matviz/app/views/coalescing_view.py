@@ -161,6 +161,15 @@ class CoalescingView(Retranslating, QWidget):
         self._update_texts()
 
     def verdict(self, r: co.Request) -> str:
+        text = self._global_verdict(r)
+        if r.counted_sectors > r.sectors.size:  # a cp.async landing in rows that start mid-sector
+            text += " " + tr(
+                "This cp.async writes shared memory itself, 8 lanes at a time, and the padded "
+                "rows start mid-sector: it writes {counted} shared sectors, the count ncu gives."
+            ).format(counted=r.counted_sectors)
+        return text
+
+    def _global_verdict(self, r: co.Request) -> str:
         n = r.sectors.size
         elements = np.unique(r.addresses[r.active])
         apart = int(np.median(np.diff(elements))) if len(elements) > 1 else 0
