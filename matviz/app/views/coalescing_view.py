@@ -163,7 +163,7 @@ class CoalescingView(Retranslating, QWidget):
     def verdict(self, r: co.Request) -> str:
         text = self._global_verdict(r)
         if r.counted_sectors > r.sectors.size:  # a cp.async landing in rows that start mid-sector
-            text += " " + tr(
+            text += "<br>" + tr(
                 "This cp.async writes shared memory itself, 8 lanes at a time, and the padded "
                 "rows start mid-sector: it writes {counted} shared sectors, the count ncu gives."
             ).format(counted=r.counted_sectors)
