@@ -69,7 +69,7 @@ def positive_float(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{one_line(text)}' is not a number") from None
     if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{one_line(text)} must be a number > 0")
+        raise argparse.ArgumentTypeError(f"{one_line(text)} must be a finite number > 0")
     return value
 
 

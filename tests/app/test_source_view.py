@@ -66,15 +66,20 @@ def test_naive_has_no_phases(view):
 def test_code_the_configuration_does_not_compile_is_grey(view):
     session = view.session
     session.set_trace(run(RunRequest("naive", 64, 64, 64, {"b_col_major": 1}, level=1)))
-    lines = view.text.toPlainText().splitlines()
-    left_out = "\n".join(lines[n - 1] for n in view.left_out)
+    left_out = grey_text(view)
     assert "B[k * N + col]" in left_out and "B[col * K + k]" not in left_out
+    session.set_trace(run(RunRequest("tiled", 128, 128, 128, level=2)))
+    assert view.left_out == () and "#if" not in view.caption.text()
+
+
+def grey_text(view) -> str:
+    """The lines the configuration leaves out, after checking they are grey and said so."""
+    lines = view.text.toPlainText().splitlines()
     grey = {sel.cursor.blockNumber() + 1 for sel in view.text.extraSelections()
             if sel.format.foreground().color().red() == 150}  # fmt: skip
     assert set(view.left_out) <= grey
     assert "does not compile (#if)" in view.caption.text()
-    session.set_trace(run(RunRequest("tiled", 128, 128, 128, level=2)))
-    assert view.left_out == () and "#if" not in view.caption.text()
+    return "\n".join(lines[n - 1] for n in view.left_out)
 
 
 @pytest.mark.parametrize("kernel", ["async_pipeline", "mma_pipeline"])
@@ -97,15 +102,10 @@ def test_a_pipelined_configuration_greys_the_synchronous_loop(view):
     session.set_trace(run(RunRequest("wmma", 256, 256, 256, {"STAGES": 3}, level=2)))
     session.select_block(0)
     session.set_playhead(first_time(session, 0, BlockState.COMPUTING))
-    lines = view.text.toPlainText().splitlines()
-    left_out = "\n".join(lines[n - 1] for n in view.left_out)
+    left_out = grey_text(view)
     # the synchronous copy and barrier 2 (STAGES 1) are left out; the pipelined loop is lit
     assert "barrier 2" in left_out and "load_chunk(A, M, K" in left_out
     assert "cp_async_wait<STAGES - 2>" not in left_out
     assert "wmma::mma_sync" in lit_text(view) and not set(view.lit) & set(view.left_out)
-    grey = {sel.cursor.blockNumber() + 1 for sel in view.text.extraSelections()
-            if sel.format.foreground().color().red() == 150}  # fmt: skip
-    assert set(view.left_out) <= grey
-    assert "does not compile (#if)" in view.caption.text()
     session.set_trace(run(RunRequest("tiled", 128, 128, 128, level=2)))
     assert view.left_out == () and "#if" not in view.caption.text()

@@ -109,7 +109,7 @@ def test_perfetto_export_never_imports_qt(mvz, tmp_path):
         (["--at", "1"], "a.gif", "--at does not apply"),
         (["--fps", "5"], "a.json", "--fps does not apply"),
         (["--block", "99,0"], "a.png", "outside the"),
-        (["--duration", "0"], "a.gif", "must be a number > 0"),
+        (["--duration", "0"], "a.gif", "must be a finite number > 0"),
         ([], "a\nb.gif", "line break"),
         ([], "x" * 252 + ".gif", "too long"),
     ],
