@@ -161,16 +161,21 @@ class Recorder:
         picked = m[cupy.asarray(rows), cupy.asarray(cols)]
         return elements.as_float64(cupy, picked, self.config.input_dtype).astype(cupy.float32).get()
 
-    def _trace_buffers(self, every: int | None = None) -> _Buffers:
-        """Buffers for a launch in which every ``every``-th block (default: the request's)
-        stamps its k-steps, or fewer where the budget needs it."""
+    def _stride(self, every: int | None = None) -> int:
+        """1 block in how many stamps its k-steps: ``every`` (default: the request's), or more
+        where the budget needs it."""
         c, req = self.config, self.request
-        steps = max(c.n_steps, 1)
         # the budget holds every block's record first, as in the simulator
         left = sampling.after_block_records(c.n_blocks, BLOCK_DTYPE.itemsize, req.budget_bytes)
-        phase_every = sampling.phase_every(
+        return sampling.phase_every(
             c.n_blocks, c.n_steps, left, every or req.phase_every, marks=len(c.marks)
         )
+
+    def _trace_buffers(self, every: int | None = None) -> _Buffers:
+        """Buffers for a launch in which 1 block in :meth:`_stride` stamps its k-steps."""
+        c, req = self.config, self.request
+        steps = max(c.n_steps, 1)
+        phase_every = self._stride(every)
         warp_every = sampling.warp_every(c.n_blocks, phase_every)
         phase_rows = self._rows(phase_every) if req.level >= 2 else 0
         warp_rows = self._rows(warp_every) if req.level >= 3 else 0
@@ -351,7 +356,7 @@ class Recorder:
         one, so that the level-2 build stays within the request's overhead target of level 0
         (sampling.stride_within; each stride timed beside level 0). The overheads are None
         where nothing was timed: level 1, no k-steps, no target."""
-        first = self._trace_buffers().phase_every
+        first = self._stride()
         target = self.request.overhead_target_pct
         if level < 2 or not self.config.n_steps or target is None:
             return first, None

@@ -41,6 +41,7 @@ from matviz.core.kernel import (
     Site,
     Where,
     cdiv,
+    resolved,
     value_of,
 )
 from matviz.errors import MatvizError
@@ -231,8 +232,7 @@ class KernelConfig:
     # -- k-steps ----------------------------------------------------------------------------
     @property
     def kstep(self) -> KStep | None:
-        kstep = self.kernel.kstep
-        return kstep(self.p) if callable(kstep) else kstep
+        return resolved(self.kernel.kstep, self.p)
 
     @property
     def step_depth(self) -> int:
@@ -398,8 +398,7 @@ class KernelConfig:
     @property
     def dynamic_shared(self) -> bool:
         """The shared struct is sized at launch (dynamic shared memory), not static."""
-        dynamic = self.kernel.dynamic_shared
-        return bool(dynamic(self.p) if callable(dynamic) else dynamic)
+        return bool(resolved(self.kernel.dynamic_shared, self.p))
 
     @property
     def smem_limit(self) -> int:

@@ -30,7 +30,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -87,10 +87,16 @@ class Params(Mapping[str, ParamValue]):
 
 
 IntOf = int | Callable[[Params], int]
+T = TypeVar("T")
+
+
+def resolved(spec: T | Callable[[Params], T], p: Params) -> T:
+    """A description's fact at parameters ``p``: the fact itself, or the function giving it."""
+    return spec(p) if callable(spec) else spec
 
 
 def value_of(spec: IntOf, p: Params) -> int:
-    return int(spec(p) if callable(spec) else spec)
+    return int(resolved(spec, p))
 
 
 # -- the parts of a description ------------------------------------------------------------------
@@ -487,7 +493,7 @@ class Kernel:
 
     def sites_at(self, params: Mapping[str, ParamValue]) -> tuple[Site, ...]:
         """The shared-memory access sites at ``params``."""
-        return self.sites(Params(params)) if callable(self.sites) else self.sites
+        return resolved(self.sites, Params(params))
 
     def site(self, name: str) -> Site:
         """The shared-memory access site ``name``, for a description that varies another's

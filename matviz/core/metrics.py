@@ -239,6 +239,11 @@ def _number(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
+def _count(value: object) -> int | None:
+    """``value`` where it is a whole number >= 1 (not a bool), else None: not said."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
 def timeline_cost(trace: Trace) -> TimelineCost | None:
     """The timeline's instrumentation cost, or None where the trace does not say (simulated)."""
     stats, m = trace.manifest["stats"], trace.manifest
@@ -247,17 +252,13 @@ def timeline_cost(trace: Trace) -> TimelineCost | None:
         return None
     sampling = m.get("sampling", {})
     level = int(sampling.get("timeline_level", m["level"]))
-    bound = stats.get("instrumented_min_blocks")
-    if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
-        bound = None  # absent, or not a count: not said
-    every = sampling.get("phase_every", 1)
-    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-        every = 1
+    every = _count(sampling.get("phase_every")) or 1
     tried = stats.get("phase_every_overheads_pct")
-    denser = None
+    denser = None  # the first stride timed, where the recorder went on to a sparser one
     if isinstance(tried, list) and tried and isinstance(tried[0], (list, tuple)):
         first = tried[0]
-        if (len(first) == 2 and isinstance(first[0], int) and not isinstance(first[0], bool)
-                and 1 <= first[0] < every and _number(first[1])):  # fmt: skip
-            denser = (first[0], float(first[1]))
+        stride = _count(first[0]) if len(first) == 2 else None
+        if stride is not None and stride < every and _number(first[1]):
+            denser = (stride, float(first[1]))
+    bound = _count(stats.get("instrumented_min_blocks"))
     return TimelineCost(level, float(pct), bound, every, denser)
