@@ -273,7 +273,8 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
 // and flushes 32 at a time. ptxas schedules a k loop around the two differently, and neither
 // leaves every kernel as fast as at level 0: on the H200 (4096^3, 61 configurations measured
 // side by side) this form ran closer to level 0 in 25 of them, by up to 9.7 points, the lanes
-// in 36. The recorder can build both and keep the one closer to level 0 (--stamp-form auto).
+// in 36. The recorder can build every form and keep the one closer to level 0 (--stamp-form
+// auto).
 // Channels whose steps overlap (MV_STEP_OPEN / MV_STEP_CLOSE) keep their steps in the lanes.
 #if MV_STAMP_STORE
 #define MV_STEP_WORD(c, t) reinterpret_cast<unsigned int *>(&MV_STEP_SLOT(c, t))
@@ -298,6 +299,33 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
         MV_STEP_SPAN(c, mv_n_tiles - 1, j) = MV_SPAN16(mv_first_##c, mv_clock());
 #undef MV_CHANNEL_FLUSH
 #define MV_CHANNEL_FLUSH(c)  // nothing kept: every mark is stored already
+#endif
+// MV_STAMP_HELD 1, the lanes form but for a step's middle mark: a channel of three marks
+// (MV_MARKS_<c>, from the description) keeps mark 1 in one shared word, written by the whole
+// warp, until the step's last mark puts both spans. Taken right after a barrier, the lane
+// compare of the lanes form made ptxas keep 16-23 more registers through the k loop (kernel 04
+// BM64 BN64 BK8 TM16: 95, 79 held); where that pushed the build past level 0's blocks per SM,
+// the register cap spilled the plain copy too. Measured on an H100 (4096^3): +8.5% at every
+// stride in the lanes form, +2.75% at 1 block in 8 held. A step's mark 1 must come before the
+// next step's (no overlapping steps: MV_STEP_OPEN / MV_STEP_CLOSE keep two marks).
+#if MV_STAMP_HELD
+#undef MV_CHANNEL
+#define MV_CHANNEL(c, warp)                                                             \
+    static_assert((c) >= 0 && (c) < MV_CHANNELS, "channel " #c " >= MV_CHANNELS");      \
+    const bool mv_on_##c = MV_STAMPED && MV_TID - 32u * (warp) < 32u;                   \
+    unsigned int mv_first_##c = 0, mv_spans_##c = 0;                                    \
+    __shared__ unsigned int mv_held_##c;
+#undef MV_PUT_2
+#define MV_PUT_2(c, span) mv_spans_##c = MV_SPAN16(mv_first_##c, mv_held_##c) | (span) << 16
+#undef MV_STEP_MARK
+#define MV_STEP_MARK(c, t, j)                                                           \
+    if (mv_on_##c) {                                                                    \
+        const unsigned int mv_now = mv_clock();                                         \
+        if ((j) == 1 && MV_MARKS_##c == 3)                                              \
+            mv_held_##c = mv_now;                                                       \
+        else if (mv_lane == ((t) & 31))                                                 \
+            MV_PUT_##j(c, MV_SPAN16(mv_first_##c, mv_now));                             \
+    }
 #endif
 #else
 #define MV_STEPS_BEGIN(n_steps)

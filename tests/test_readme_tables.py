@@ -137,3 +137,16 @@ def test_the_kernel_table_gives_level_2_as_recorded_where_it_was_measured():
     assert "level 2 with no target within 3% of level 0 in 1 of 3" in text
     assert "level 2 as recorded within 3% of level 0 in 2 of 2 configurations" in text
     assert "(stored)" in text.split("Targets:")[1]  # the note on the stored form
+
+
+def test_a_row_that_kept_the_held_form_says_so_and_the_note_says_what_it_is():
+    row = {"kernel": "register_tiling_1d", "label": "BM64 BN64 BK8 TM16", "size": 4096,
+           "gflops": 18834.0, "cublas_gflops": 51032.0, "pct_cublas": 36.9,
+           "overhead_l1_pct": 0.06, "overhead_l2_pct": 7.93, "span_vs_event_l1": 0.9995,
+           "rel_error": 1.1e-6, "overhead_l2kept_pct": 2.71, "phase_every_l2kept": 8,
+           "stamp_form_l2kept": "held"}  # fmt: skip
+    text = readme_table.table([row], "rows.json")
+    assert "| +7.93% | +2.71% (held), 1 block in 8 |" in text
+    note = text.split("Targets:")[1]
+    assert "(held): kept in the lanes but for a step's middle mark" in note
+    assert "(stored)" not in note  # no row kept the stored form

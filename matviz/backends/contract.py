@@ -12,19 +12,18 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol
 
 from matviz.core import sampling
-from matviz.core.config import KernelConfig
+from matviz.core.config import STAMP_FORMS, KernelConfig
 from matviz.core.kernel import LEVELS
-from matviz.core.manifest import STAMP_FORMS
 from matviz.core.registry import get_kernel
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 
 BACKENDS = ("cuda", "sim")
-# How a level-2 build keeps its marks: one form alone (manifest.STAMP_FORMS), or "auto": every
-# form built and timed beside level 0, the one closer to it kept. The default is the lanes form,
-# the one every bundled recording used; the GPU tests run both (tests/gpu).
+# How a level-2 build keeps its marks: one form alone (config.STAMP_FORMS), or "auto": every
+# form the kernel can use built and timed beside level 0, the one closer to it kept, stride by
+# stride (sampling.stride_within). The GPU tests run each form (tests/gpu).
 STAMP_FORM_CHOICES = ("auto", *STAMP_FORMS)
-DEFAULT_STAMP_FORM = "lanes"
+DEFAULT_STAMP_FORM = "auto"
 DEFAULT_OVERHEAD_TARGET_PCT = sampling.OVERHEAD_TARGET_PCT[2]
 MAX_BUDGET_MIB = sampling.MAX_BUDGET_BYTES // 2**20  # why: matviz.core.sampling
 

@@ -66,13 +66,13 @@ def compiled_kernel(
     level: int,
     min_blocks: int | None = None,
     entry: str = "",
-    stamp_store: bool = False,
+    stamp_form: str = "lanes",
 ) -> BuiltKernel:
     """The kernel built for ``config`` at ``level`` (NVRTC, memoised per source and defines);
     ``min_blocks`` (levels 1-2) bounds its registers so that many blocks fit on an SM.
     ``entry``: another function of the same source (default: the kernel's entry point).
-    ``stamp_store``: level 2's marks in their other form (:meth:`KernelConfig.defines`)."""
-    defines = config.defines(level, stamp_store)
+    ``stamp_form``: how level 2 keeps its marks (:meth:`KernelConfig.defines`)."""
+    defines = config.defines(level, stamp_form)
     defines += [f"-DMV_MIN_BLOCKS={min_blocks}"] if min_blocks else []
     if config.kernel.arch != "sm_90":  # CuPy targets the device's plain architecture
         defines.append(f"-arch={config.kernel.arch}")

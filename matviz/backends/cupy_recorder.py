@@ -8,6 +8,7 @@ instrumented build once more on fresh NaN-filled output and decode its buffers i
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -21,7 +22,6 @@ from matviz.backends.cuda_status import _one_line
 from matviz.core import correctness, elements, sampling
 from matviz.core.config import KernelConfig
 from matviz.core.manifest import (
-    STAMP_FORMS,
     Correctness,
     Geometry,
     Sampling,
@@ -246,9 +246,9 @@ class Recorder:
         rel_error = self._check_output(C, "the kernel")
         checked, c_wrong = self._correctness(C, "the level-0 kernel (uninstrumented)")
 
-        args = self._trace_args(self._trace_buffers())
-        (instr, bounded), form, form_overheads = self._chosen_form(plain, timeline_level, C, args)
-        every, stride_overheads = self._kept_stride(plain, instr, timeline_level, C)
+        (instr, bounded), form, every, form_overheads, stride_overheads = self._chosen(
+            plain, timeline_level, C
+        )
         args = self._trace_args(self._trace_buffers(every))
         registers = {"level_0": plain.num_regs, f"level_{timeline_level}": instr.num_regs}
         for _ in range(WARMUP):
@@ -333,40 +333,53 @@ class Recorder:
         )
         return Trace(manifest=manifest, **arrays)
 
-    def _chosen_form(self, plain, level: int, C, args: tuple):
-        """((build, bounded), form, {form: overhead %}): the level-``level`` build whose marks'
-        form (trace.cuh, MV_STAMP_STORE) runs closer to level 0, each form timed beside level 0
-        (CHOICE_TRIALS runs, medians) when the request leaves the form to the recorder. Form and
-        overheads are None where there is one build: level 1, no k-steps, a form asked for."""
+    def _chosen(self, plain, level: int, C):
+        """The level-``level`` build, bounded (:meth:`_instrumented`), and how it stamps:
+        ((build, bounded), form, every, {form: overhead %}, {stride: overhead %}). Each form of
+        the marks (trace.cuh) the request leaves open is timed beside level 0 at the budget's
+        stride (:meth:`_stride`), then at 2, 4 ... times it while none is within the request's
+        overhead target (sampling.stride_within); the stride and the form closest to level 0
+        are kept. The forms' overheads (at the stride kept) are None where one form was built,
+        the strides' (the kept form's at each) None where there is no target; level 1 and a
+        kernel with no k-steps time nothing."""
+        first = self._stride()
         wanted = self.request.stamp_form
         if level < 2 or not self.config.n_steps:
-            return self._instrumented(plain, level), None, None
-        forms = STAMP_FORMS if wanted == "auto" else (wanted,)
-        builds = {form: self._instrumented(plain, level, form == "store") for form in forms}
-        if len(builds) == 1:
-            return builds[wanted], wanted, None
-        overheads = self._beside_level_0(
-            plain, C, {form: (instr, args) for form, (instr, _) in builds.items()}
-        )
-        form = min(overheads, key=lambda f: abs(overheads[f]))  # closer, not faster
-        return builds[form], form, overheads
-
-    def _kept_stride(self, plain, instr, level: int, C) -> tuple[int, dict[int, float] | None]:
-        """(every, {stride: overhead %}): how many blocks stamp their k-steps, every ``every``-th
-        one, so that the level-2 build stays within the request's overhead target of level 0
-        (sampling.stride_within; each stride timed beside level 0). The overheads are None
-        where nothing was timed: level 1, no k-steps, no target."""
-        first = self._stride()
+            return self._instrumented(plain, level), None, first, None, None
+        if wanted not in ("auto", *self.config.stamp_forms):
+            usable = ", ".join(self.config.stamp_forms)
+            raise MatvizError(
+                f"{self.config.kernel.name} has no {wanted} form of its marks (a step's middle "
+                f"mark needs a channel of three and shared memory sized at compile time); "
+                f"use auto, {usable}"
+            )
+        forms = self.config.stamp_forms if wanted == "auto" else (wanted,)
+        builds = {form: self._instrumented(plain, level, form) for form in forms}
+        # a form whose build keeps another number of blocks per SM than level 0 (fewer
+        # registers: 04 BM64 BN64 BK16 TM8 held ran 2 blocks where level 0 runs 1, -32%) does
+        # not stand for the kernel; the first form asked for stays if none does
+        threads = self.config.threads
+        want = driver_blocks_per_sm(plain, threads)
+        same = {f: b for f, b in builds.items() if driver_blocks_per_sm(b[0], threads) == want}
+        builds = same or {forms[0]: builds[forms[0]]}
         target = self.request.overhead_target_pct
-        if level < 2 or not self.config.n_steps or target is None:
-            return first, None
+        if len(builds) == 1 and target is None:
+            (form,) = builds
+            return builds[form], form, first, None, None
 
-        def overhead_at(stride: int) -> float:
+        def overheads_at(stride: int) -> dict[str, float]:
             args = self._trace_args(self._trace_buffers(stride))
-            return self._beside_level_0(plain, C, {stride: (instr, args)})[stride]
+            return self._beside_level_0(
+                plain, C, {form: (instr, args) for form, (instr, _) in builds.items()}
+            )
 
         least = int(self.device["sm_count"])  # about one stamping block per SM, at least
-        return sampling.stride_within(overhead_at, first, self.config.n_blocks, least, target)
+        every, form, tried = sampling.stride_within(
+            overheads_at, first, self.config.n_blocks, least, math.inf if target is None else target
+        )
+        form_overheads = tried[every] if len(builds) > 1 else None
+        strides = {n: pct[form] for n, pct in tried.items()} if target is not None else None
+        return builds[form], form, every, form_overheads, strides
 
     def _beside_level_0(self, plain, C, runs: dict) -> dict:
         """{name: overhead %} of each (build, trace args) in ``runs``, timed interleaved with
@@ -383,17 +396,17 @@ class Recorder:
         base = float(np.median(plain_ms))
         return {name: 100.0 * (float(np.median(t)) / base - 1.0) for name, t in times.items()}
 
-    def _instrumented(self, plain, level: int, stamp_store: bool = False) -> tuple[Any, int | None]:
+    def _instrumented(self, plain, level: int, form: str = "lanes") -> tuple[Any, int | None]:
         """The level-``level`` build, and the blocks per SM its registers were bounded to: where
         its extra registers would leave fewer blocks resident than level 0's, it is rebuilt
         with __launch_bounds__ keeping them, so the timeline shows the kernel's residency."""
-        instr = compiled_kernel(self.config, level, stamp_store=stamp_store)
+        instr = compiled_kernel(self.config, level, stamp_form=form)
         threads = self.config.threads
         want = driver_blocks_per_sm(plain, threads)
         have = driver_blocks_per_sm(instr, threads)
         if want is None or have is None or have >= want:
             return instr, None
-        return compiled_kernel(self.config, level, min_blocks=want, stamp_store=stamp_store), want
+        return compiled_kernel(self.config, level, min_blocks=want, stamp_form=form), want
 
     def _fragments(self) -> np.ndarray:
         """Which element each lane holds in each fragment slot, measured (trace.py's

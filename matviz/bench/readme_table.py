@@ -64,12 +64,13 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
     )
     lines.append("")
     lines.append(_targets(rows))
-    if any(_form(r, tag) for r in rows for tag in ("l2", KEPT)):
+    kept = [f for f in FORM_NOTES if any(r.get(f"stamp_form_{t}") == f for r in rows for t in TAGS)]
+    if kept:
+        notes = "; ".join(f"({FORM_NOTES[f][0]}): {FORM_NOTES[f][1]}" for f in kept)
         lines.append("")
         lines.append(
-            "(stored): the recorder kept level 2's marks stored as they are taken, the form that "
-            "ran closer to level 0 there (trace.cuh's `MV_STAMP_STORE`); elsewhere they are kept "
-            "in the stamping warp's lanes."
+            f"{notes}. The recorder kept that form where it ran closer to level 0; elsewhere the "
+            f"marks are kept in the stamping warp's lanes."
         )
     return "\n".join(lines)
 
@@ -111,9 +112,19 @@ def _targets(rows: list[dict]) -> str:
     return "Targets: " + "; ".join(parts) + "."
 
 
+# the level-2 runs' tags, and how the table marks a form other than the lanes (trace.cuh)
+TAGS = ("l2", KEPT)
+FORM_NOTES = {
+    "store": ("stored", "level 2's marks stored as they are taken (`MV_STAMP_STORE`)"),
+    "held": ("held", "kept in the lanes but for a step's middle mark, held in shared memory "
+                     "(`MV_STAMP_HELD`)"),
+}  # fmt: skip
+
+
 def _form(row: dict, tag: str) -> str:
-    """' (stored)' where the level-``tag`` run kept its marks in that form, else ''."""
-    return " (stored)" if row.get(f"stamp_form_{tag}") == "store" else ""
+    """' (stored)' or ' (held)' where the level-``tag`` run kept its marks in that form."""
+    note = FORM_NOTES.get(row.get(f"stamp_form_{tag}"))  # type: ignore[arg-type]
+    return f" ({note[0]})" if note else ""
 
 
 # what _table formats from each row

@@ -67,8 +67,8 @@ def add_parser(sub) -> None:
         "--stamp-form",
         default=DEFAULT_STAMP_FORM,
         choices=STAMP_FORM_CHOICES,
-        help=f"how the level-2 build keeps its marks: lanes or store, that form alone, or auto: "
-        f"both built, the one closer to level 0 kept (default {DEFAULT_STAMP_FORM})",
+        help=f"how the level-2 build keeps its marks: lanes, store or held, that form alone, or "
+        f"auto: each built, the one closer to level 0 kept (default {DEFAULT_STAMP_FORM})",
     )
     rec.add_argument("--probe-block", type=common.pair, default=(0, 0), metavar="BX,BY")
     rec.add_argument("--probe-warp", type=int, default=0)

@@ -133,6 +133,10 @@ class ResolvedSite:
 # The level-3 probe keeps the values its warp read in the first VALUE_TILES k-steps (the read
 # race of a missing barrier shows in a few; a bound keeps the buffer small at any K).
 VALUE_TILES = 256
+# trace.cuh's forms of the level-2 marks: kept in the stamping warp's lanes and flushed, stored
+# as they are taken (MV_STAMP_STORE), or the lanes with a step's middle mark held in shared
+# memory (MV_STAMP_HELD; only for a channel of three marks)
+STAMP_FORMS = ("lanes", "store", "held")
 
 
 class KernelConfig:
@@ -242,6 +246,15 @@ class KernelConfig:
     def n_steps(self) -> int:
         """k-steps every block walks through (0: the kernel has no k-steps)."""
         return cdiv(self.K, self.step_depth) if self.kstep else 0
+
+    @property
+    def stamp_forms(self) -> tuple[str, ...]:
+        """The forms of the level-2 marks worth building for this kernel: "held" changes only
+        a channel of three marks, and its shared word would move shared memory sized at launch
+        (kernel 11's 1024-byte aligned tiles by 1 KiB, past the limit at its largest)."""
+        channels = self.kstep.channels if self.kstep else ()
+        held = any(len(marks) == 3 for marks in channels) and not self.dynamic_shared
+        return STAMP_FORMS if held else tuple(f for f in STAMP_FORMS if f != "held")
 
     @property
     def marks(self) -> tuple[str, ...]:
@@ -440,13 +453,16 @@ class KernelConfig:
             )
         return self
 
-    def defines(self, level: int, stamp_store: bool = False) -> list[str]:
+    def defines(self, level: int, stamp_form: str = "lanes") -> list[str]:
         """The ``-DNAME=VALUE`` list for nvcc and NVRTC: parameters, level, probe slots,
-        barriers and channels per k-step; ``stamp_store``: the level-2 marks in trace.cuh's
-        other form (MV_STAMP_STORE, stored as they are taken)."""
+        barriers, channels per k-step and the marks of each; ``stamp_form``: how the level-2
+        build keeps its marks (manifest.STAMP_FORMS; trace.cuh's MV_STAMP_STORE and
+        MV_STAMP_HELD)."""
         if level not in LEVELS:
             allowed = ", ".join(map(str, LEVELS))
             raise MatvizError(f"level {level} is not a trace level (allowed: {allowed})")
+        if stamp_form not in STAMP_FORMS:
+            raise MatvizError(f"stamp form must be one of {', '.join(STAMP_FORMS)}")
         out = [f"-D{self.kernel.param(n).define}={v}" for n, v in self.params.items()]
         out.append(f"-DMV_LEVEL={level}")
         if self.sites:
@@ -457,10 +473,11 @@ class KernelConfig:
             out.append(f"-DMV_BARRIERS={self.n_barriers}")
         if self.kstep:
             out.append(f"-DMV_CHANNELS={len(self.kstep.channels)}")
+            out += [f"-DMV_MARKS_{c}={len(marks)}" for c, marks in enumerate(self.kstep.channels)]
         if self.dynamic_shared:
             out.append(f"-DMV_SMEM_BYTES={self.smem_bytes}")
-        if stamp_store:
-            out.append("-DMV_STAMP_STORE=1")
+        if stamp_form != "lanes":
+            out.append(f"-DMV_STAMP_{stamp_form.upper()}=1")
         return out
 
     def lanes(self, warp: int, block: tuple[int, int] = (0, 0), t: int = 0, k: int = 0) -> Lanes:

@@ -16,9 +16,6 @@ from typing import Any
 from matviz.core.config import KernelConfig
 
 SCHEMA_VERSION = 2
-# trace.cuh's two forms of the level-2 marks (MV_STAMP_STORE 0 and 1): kept in the stamping
-# warp's lanes and flushed, or stored as they are taken
-STAMP_FORMS = ("lanes", "store")
 
 
 @dataclass(frozen=True)
@@ -65,8 +62,8 @@ class Stats:
     saturated_phase_spans: int | None = None
     # blocks per SM the instrumented build's registers were bounded to (level 0's), if they were
     instrumented_min_blocks: int | None = None
-    # how the level-2 build kept its marks (trace.cuh: "lanes" or "store") and, where the
-    # recorder timed both beside level 0 to choose, each one's overhead
+    # how the level-2 build kept its marks (config.STAMP_FORMS) and, where the recorder timed
+    # several beside level 0 to choose, each one's overhead at the stride it kept
     stamp_form: str | None = None
     stamp_form_overheads_pct: dict[str, float] | None = None
     # each stride of stamping blocks the recorder timed beside level 0 to keep within its

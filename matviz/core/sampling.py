@@ -9,7 +9,7 @@ stride, and passes what it holds per sampled block besides the marks as ``extra`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from matviz.errors import MatvizError
 
@@ -79,27 +79,34 @@ def after_block_records(n_blocks: int, block_bytes: int, budget_bytes: int) -> i
 
 
 def stride_within(
-    overhead_at: Callable[[int], float],
+    overheads_at: Callable[[int], Mapping[str, float]],
     first: int,
     n_blocks: int,
     least_blocks: int,
     target_pct: float,
-) -> tuple[int, dict[int, float]]:
-    """(stride, {stride: overhead %} of each tried): the first of ``first``, 2·first, 4·first ...
-    whose instrumented build runs within ``target_pct`` of level 0 (``overhead_at(stride)``,
-    measured). A block that stamps its k-steps runs slower than one that does not, so stamping
-    fewer of them brings the whole launch closer to level 0. Doubling stops before fewer than
+) -> tuple[int, str, dict[int, dict[str, float]]]:
+    """(stride, form, {stride: {form: overhead %}} of each tried): the first of ``first``,
+    2·first, 4·first ... at which some form of the marks runs within ``target_pct`` of level 0
+    (``overheads_at(stride)``: each form's, measured), and the form closest to level 0 there.
+    A block that stamps its k-steps runs slower than one that does not, so stamping fewer of
+    them brings the whole launch closer to level 0. Doubling stops before fewer than
     ``least_blocks`` blocks would keep phases or the stride would pass MAX_KEPT_STRIDE; if no
-    stride tried is within the target, the one closest to level 0 is kept (the smallest of
-    equals), and the trace says how far it is."""
-    tried: dict[int, float] = {}
+    stride tried is within the target, the closest stride and form are kept (the smallest
+    stride of equals), and the trace says how far they are."""
+    tried: dict[int, dict[str, float]] = {}
     stride = first
     while True:
-        tried[stride] = overhead_at(stride)
-        if abs(tried[stride]) <= target_pct:
-            return stride, tried
+        tried[stride] = dict(overheads_at(stride))
+        if abs(tried[stride][closest(tried[stride])]) <= target_pct:
+            return stride, closest(tried[stride]), tried
         wider = stride * 2
         if wider > max(MAX_KEPT_STRIDE, first) or sampled_blocks(n_blocks, wider) < least_blocks:
             break
         stride = wider
-    return min(tried, key=lambda s: (abs(tried[s]), s)), tried
+    stride = min(tried, key=lambda s: (abs(tried[s][closest(tried[s])]), s))
+    return stride, closest(tried[stride]), tried
+
+
+def closest(overheads: Mapping[str, float]) -> str:
+    """The form whose overhead is nearest zero: closer, not faster (the first of equals)."""
+    return min(overheads, key=lambda form: abs(overheads[form]))

@@ -9,8 +9,12 @@ from matviz.core.explain import dram_floor_bytes, dram_floor_formula, measured_b
 from matviz.core.kernel import LEVEL_NAMES
 from matviz.core.trace import Trace
 
-# what each of manifest.STAMP_FORMS means (a test holds the keys to them)
-FORM_NAMES = {"lanes": "kept in the stamping warp's lanes", "store": "stored as taken"}
+# what each of config.STAMP_FORMS means (a test holds the keys to them)
+FORM_NAMES = {
+    "lanes": "kept in the stamping warp's lanes",
+    "store": "stored as taken",
+    "held": "kept in the lanes, a step's middle mark in shared memory",
+}
 
 
 def _fmt(value, spec: str, missing: str = "n/a") -> str:

@@ -53,18 +53,18 @@ def nvcc_path() -> str | None:
     return shutil.which("nvcc")
 
 
-def compile_flags(config: KernelConfig, level: int, stamp_store: bool = False) -> list[str]:
+def compile_flags(config: KernelConfig, level: int, stamp_form: str = "lanes") -> list[str]:
     """nvcc flags for ``config``: its defines plus the include path for ``trace.cuh``."""
-    return [*config.defines(level, stamp_store), f"-I{KERNEL_DIR}"]
+    return [*config.defines(level, stamp_form), f"-I{KERNEL_DIR}"]
 
 
 def compile_report(
-    config: KernelConfig, level: int, arch: str = "", stamp_store: bool = False
+    config: KernelConfig, level: int, arch: str = "", stamp_form: str = "lanes"
 ) -> CompileReport:
     """Registers, spills, stack, shared memory and barriers ptxas reports for ``config``
-    (built for ``arch``, by default the one its kernel needs; ``stamp_store``: see
+    (built for ``arch``, by default the one its kernel needs; ``stamp_form``: see
     :meth:`KernelConfig.defines`)."""
-    return _build(config, level, arch or config.kernel.arch, stamp_store)[0]
+    return _build(config, level, arch or config.kernel.arch, stamp_form)[0]
 
 
 def ptx(config: KernelConfig, level: int, arch: str = "") -> str:
@@ -133,7 +133,7 @@ def _cache_key(source: Path, entry: str, flags: list[str], arch: str, nvcc: str)
 
 
 def _build(
-    config: KernelConfig, level: int, arch: str, stamp_store: bool = False
+    config: KernelConfig, level: int, arch: str, stamp_form: str = "lanes"
 ) -> tuple[CompileReport, str]:
     nvcc = nvcc_path()
     if nvcc is None:
@@ -141,7 +141,7 @@ def _build(
     source, entry = config.kernel.source, config.kernel.entry_point
     if not source.is_file():
         raise MatvizError(f"kernel source {source} does not exist")
-    flags = compile_flags(config, level, stamp_store)
+    flags = compile_flags(config, level, stamp_form)
     key = _cache_key(source, entry, flags, arch, nvcc)
     return _build_keyed(key, str(source), entry, tuple(flags), arch, nvcc)
 

@@ -701,7 +701,7 @@ def test_the_forms_of_the_marks_are_written_once():
 
     from matviz.backends.contract import STAMP_FORM_CHOICES
     from matviz.core import summary, trace_schema
-    from matviz.core.manifest import STAMP_FORMS
+    from matviz.core.config import STAMP_FORMS
 
     assert typing.get_args(trace_schema.StampForm) == STAMP_FORMS
     assert tuple(summary.FORM_NAMES) == STAMP_FORMS
