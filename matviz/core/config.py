@@ -250,8 +250,8 @@ class KernelConfig:
     @property
     def stamp_forms(self) -> tuple[str, ...]:
         """The forms of the level-2 marks worth building for this kernel: "held" changes only
-        a channel of three marks, and its shared word would move shared memory sized at launch
-        (kernel 11's 1024-byte aligned tiles by 1 KiB, past the limit at its largest)."""
+        a channel of three marks, and its static shared word would move shared memory sized at
+        launch (tiles aligned to 1024 bytes by 1 KiB, past the limit at the largest)."""
         channels = self.kstep.channels if self.kstep else ()
         held = any(len(marks) == 3 for marks in channels) and not self.dynamic_shared
         return STAMP_FORMS if held else tuple(f for f in STAMP_FORMS if f != "held")

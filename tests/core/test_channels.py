@@ -13,6 +13,7 @@ import pytest
 from matviz.backends import trace_decode
 from matviz.core.kernel import LEVELS, KStep
 from matviz.core.registry import _load, configure, kernels
+from matviz.errors import MatvizError
 from matviz.toolchain.nvcc import compile_report, nvcc_path
 
 PROOF = Path(__file__).resolve().parents[1] / "kernels" / "05_double_buffered.py"
@@ -68,6 +69,37 @@ def test_defines_carry_the_channel_count(proof) -> None:
     for name in ("tiled", "tiled_transposed", "register_tiling_1d"):
         assert "-DMV_CHANNELS=1" in configure(name, {}, *SHAPE).defines(2)
     assert not any("MV_CHANNELS" in d for d in configure("naive", {}, *SHAPE).defines(2))
+
+
+def test_defines_carry_each_channels_marks_and_the_form_asked_for(proof) -> None:
+    """trace.cuh's held form keeps a step's middle mark in shared memory: it needs to know
+    which channels have three marks, and it is offered only where one has."""
+    two = proof.configure({"tile": 16}, *SHAPE)
+    assert {"-DMV_MARKS_0=2", "-DMV_MARKS_1=2"} <= set(two.defines(2))
+    assert two.stamp_forms == ("lanes", "store")  # no channel of three marks
+    seed = configure("register_tiling_1d", {}, *SHAPE)
+    assert "-DMV_MARKS_0=3" in seed.defines(2) and seed.stamp_forms == ("lanes", "store", "held")
+    assert "-DMV_STAMP_HELD=1" in seed.defines(2, "held")
+    assert "-DMV_STAMP_STORE=1" in seed.defines(2, "store")
+    assert not any("MV_STAMP_" in d for d in seed.defines(2))
+    with pytest.raises(MatvizError, match="stamp form must be one of lanes, store, held"):
+        seed.defines(2, "bogus")
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "held"),
+    [("tiled", {}, True), ("warp_tiling", {}, True),
+     ("wmma", {"STAGES": 1}, True),  # the seed channel, tiles in static shared memory
+     ("wmma", {"STAGES": 2}, False),  # a copy and a compute channel of two marks each
+     ("async_pipeline", {}, False),
+     ("wgmma_tma", {}, False)],  # a consumer channel of three marks, tiles sized at launch
+)  # fmt: skip
+def test_the_held_form_is_offered_where_a_channel_has_three_marks_in_static_shared_memory(
+    name, params, held
+) -> None:
+    """Its static word would move a launch-sized area of 1024-byte aligned tiles by 1 KiB."""
+    config = configure(name, params, 1024, 1024, 1024)
+    assert ("held" in config.stamp_forms) == held
 
 
 @pytest.mark.nvcc
