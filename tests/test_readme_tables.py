@@ -148,5 +148,5 @@ def test_a_row_that_kept_the_held_form_says_so_and_the_note_says_what_it_is():
     text = readme_table.table([row], "rows.json")
     assert "| +7.93% | +2.71% (held), 1 block in 8 |" in text
     note = text.split("Targets:")[1]
-    assert "(held): kept in the lanes but for a step's middle mark" in note
+    assert "(held): level 2's marks kept in the lanes, a step's middle mark in shared" in note
     assert "(stored)" not in note  # no row kept the stored form

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from matviz.bench.ladder import by_dtype, measured, read_rows, row_device, row_dtype
 from matviz.core.sampling import OVERHEAD_TARGET_PCT
+from matviz.core.summary import FORM_NAMES
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -64,9 +65,9 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
     )
     lines.append("")
     lines.append(_targets(rows))
-    kept = [f for f in FORM_NOTES if any(r.get(f"stamp_form_{t}") == f for r in rows for t in TAGS)]
+    kept = [f for f in FORM_LABELS if any(r.get(f"stamp_form_{t}") == f for r in rows for t in TAGS)]
     if kept:
-        notes = "; ".join(f"({FORM_NOTES[f][0]}): {FORM_NOTES[f][1]}" for f in kept)
+        notes = "; ".join(f"({FORM_LABELS[f]}): level 2's marks {FORM_NAMES[f]}" for f in kept)
         lines.append("")
         lines.append(
             f"{notes}. The recorder kept that form where it ran closer to level 0; elsewhere the "
@@ -114,17 +115,13 @@ def _targets(rows: list[dict]) -> str:
 
 # the level-2 runs' tags, and how the table marks a form other than the lanes (trace.cuh)
 TAGS = ("l2", KEPT)
-FORM_NOTES = {
-    "store": ("stored", "level 2's marks stored as they are taken (`MV_STAMP_STORE`)"),
-    "held": ("held", "kept in the lanes but for a step's middle mark, held in shared memory "
-                     "(`MV_STAMP_HELD`)"),
-}  # fmt: skip
+FORM_LABELS = {"store": "stored", "held": "held"}  # the lanes form is the unmarked one
 
 
 def _form(row: dict, tag: str) -> str:
     """' (stored)' or ' (held)' where the level-``tag`` run kept its marks in that form."""
-    note = FORM_NOTES.get(row.get(f"stamp_form_{tag}"))  # type: ignore[arg-type]
-    return f" ({note[0]})" if note else ""
+    label = FORM_LABELS.get(row.get(f"stamp_form_{tag}"))  # type: ignore[arg-type]
+    return f" ({label})" if label else ""
 
 
 # what _table formats from each row
