@@ -65,7 +65,8 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
     )
     lines.append("")
     lines.append(_targets(rows))
-    kept = [f for f in FORM_LABELS if any(r.get(f"stamp_form_{t}") == f for r in rows for t in TAGS)]
+    forms = {r.get(f"stamp_form_{tag}") for r in rows for tag in TAGS}
+    kept = [form for form in FORM_LABELS if form in forms]
     if kept:
         notes = "; ".join(f"({FORM_LABELS[f]}): level 2's marks {FORM_NAMES[f]}" for f in kept)
         lines.append("")
