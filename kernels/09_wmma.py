@@ -161,9 +161,11 @@ def _sites(p):
         return copies + loads
     rows = (lambda p: p.BM, lambda p: p.BK)  # each array's rows in one slot
     return tuple(
-        pipeline.in_slot(site, rows[i % 2], phase="copy", async_copy=True)
-        for i, site in enumerate(copies)
-    ) + tuple(pipeline.in_slot(site, rows[i]) for i, site in enumerate(loads))
+        pipeline.in_slot(site, slot_rows, phase="copy", async_copy=True)
+        for site, slot_rows in zip(copies, rows, strict=True)
+    ) + tuple(
+        pipeline.in_slot(site, slot_rows) for site, slot_rows in zip(loads, rows, strict=True)
+    )
 
 
 def _kstep(p):

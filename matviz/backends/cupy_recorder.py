@@ -344,8 +344,10 @@ class Recorder:
         kernel with no k-steps time nothing."""
         first = self._stride()
         wanted = self.request.stamp_form
+        threads = self.config.threads
+        resident = driver_blocks_per_sm(plain, threads)  # level 0's blocks per SM
         if level < 2 or not self.config.n_steps:
-            return self._instrumented(plain, level), None, first, None, None
+            return self._instrumented(resident, level), None, first, None, None
         if wanted not in ("auto", *self.config.stamp_forms):
             usable = ", ".join(self.config.stamp_forms)
             raise MatvizError(
@@ -354,13 +356,11 @@ class Recorder:
                 f"use auto, {usable}"
             )
         forms = self.config.stamp_forms if wanted == "auto" else (wanted,)
-        builds = {form: self._instrumented(plain, level, form) for form in forms}
+        builds = {form: self._instrumented(resident, level, form) for form in forms}
         # a form whose build keeps another number of blocks per SM than level 0 (fewer
         # registers: 04 BM64 BN64 BK16 TM8 held ran 2 blocks where level 0 runs 1, -32%) does
         # not stand for the kernel; the first form asked for stays if none does
-        threads = self.config.threads
-        want = driver_blocks_per_sm(plain, threads)
-        same = {f: b for f, b in builds.items() if driver_blocks_per_sm(b[0], threads) == want}
+        same = {f: b for f, b in builds.items() if driver_blocks_per_sm(b[0], threads) == resident}
         builds = same or {forms[0]: builds[forms[0]]}
         target = self.request.overhead_target_pct
         if len(builds) == 1 and target is None:
@@ -396,14 +396,15 @@ class Recorder:
         base = float(np.median(plain_ms))
         return {name: 100.0 * (float(np.median(t)) / base - 1.0) for name, t in times.items()}
 
-    def _instrumented(self, plain, level: int, form: str = "lanes") -> tuple[Any, int | None]:
+    def _instrumented(
+        self, want: int | None, level: int, form: str = "lanes"
+    ) -> tuple[Any, int | None]:
         """The level-``level`` build, and the blocks per SM its registers were bounded to: where
-        its extra registers would leave fewer blocks resident than level 0's, it is rebuilt
-        with __launch_bounds__ keeping them, so the timeline shows the kernel's residency."""
+        its extra registers would leave fewer blocks resident than level 0's (``want``), it is
+        rebuilt with __launch_bounds__ keeping them, so the timeline shows the kernel's
+        residency."""
         instr = compiled_kernel(self.config, level, stamp_form=form)
-        threads = self.config.threads
-        want = driver_blocks_per_sm(plain, threads)
-        have = driver_blocks_per_sm(instr, threads)
+        have = driver_blocks_per_sm(instr, self.config.threads)
         if want is None or have is None or have >= want:
             return instr, None
         return compiled_kernel(self.config, level, min_blocks=want, stamp_form=form), want

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from matviz.core.metrics import peak_gflops
+from matviz.core.metrics import peak_gflops, whole_count
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.registry import get_kernel, kernels
 from matviz.errors import MatvizError
@@ -153,8 +153,8 @@ def _cell(row: dict[str, Any], key: str) -> str:
     if key in ("pct_cublas", "pct_peak"):
         return f"{value:.1f}"
     if key.startswith("overhead"):
-        every = row.get("phase_every_l2") if key == "overhead_l2_pct" else None
-        if isinstance(every, int) and not isinstance(every, bool) and every > 1:
+        every = whole_count(row.get("phase_every_l2")) if key == "overhead_l2_pct" else None
+        if every is not None and every > 1:
             return f"{value:+.2f}% (1 block in {every} stamping)"
         return f"{value:+.2f}%"
     if key == "rel_error":

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from matviz.bench.ladder import by_dtype, measured, read_rows, row_device, row_dtype
+from matviz.core.metrics import whole_count
 from matviz.core.sampling import OVERHEAD_TARGET_PCT
 from matviz.core.summary import FORM_NAMES
 
@@ -52,7 +53,7 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
     lines.append("")
     blas = [r["cublas_gflops"] for r in rows]
     what = "fp32" if dtype == "float32" else f"{dtype} inputs (fp32 sums)"
-    kept = (
+    as_recorded = (
         f" As recorded: `matviz record` stamps the k-steps of 1 block in 2, 4 ... until level 2 "
         f"runs within {OVERHEAD_TARGET_PCT[2]:g}% of level 0 (a block that stamps runs slower)."
         if any(measured(r, (f"overhead_{KEPT}_pct",)) for r in rows)
@@ -61,14 +62,14 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
     lines.append(
         f"{size}³ {what} on one {row_device(rows[0])}, cuBLAS on the same inputs {min(blas):.0f}-"
         f"{max(blas):.0f} GFLOP/s in the same runs; medians of CUDA-event times, level-0 and "
-        f"instrumented builds interleaved in one process.{kept} Source: `{source}`."
+        f"instrumented builds interleaved in one process.{as_recorded} Source: `{source}`."
     )
     lines.append("")
     lines.append(_targets(rows))
     forms = {r.get(f"stamp_form_{tag}") for r in rows for tag in TAGS}
-    kept = [form for form in FORM_LABELS if form in forms]
-    if kept:
-        notes = "; ".join(f"({FORM_LABELS[f]}): level 2's marks {FORM_NAMES[f]}" for f in kept)
+    marked = [form for form in FORM_LABELS if form in forms]
+    if marked:
+        notes = "; ".join(f"({FORM_LABELS[f]}): level 2's marks {FORM_NAMES[f]}" for f in marked)
         lines.append("")
         lines.append(
             f"{notes}. The recorder kept that form where it ran closer to level 0; elsewhere the "
@@ -86,8 +87,8 @@ def _level_2(row: dict, tag: str) -> str:
     if not measured(row, (f"overhead_{tag}_pct",)):
         return "not measured"
     text = f"{row[f'overhead_{tag}_pct']:+.2f}%{_form(row, tag)}"
-    every = row.get(f"phase_every_{tag}")
-    if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+    every = whole_count(row.get(f"phase_every_{tag}"))
+    if every is None:
         return text
     return text + (", every block" if every == 1 else f", 1 block in {every}")
 

@@ -456,7 +456,7 @@ class KernelConfig:
     def defines(self, level: int, stamp_form: str = "lanes") -> list[str]:
         """The ``-DNAME=VALUE`` list for nvcc and NVRTC: parameters, level, probe slots,
         barriers, channels per k-step and the marks of each; ``stamp_form``: how the level-2
-        build keeps its marks (manifest.STAMP_FORMS; trace.cuh's MV_STAMP_STORE and
+        build keeps its marks (STAMP_FORMS; trace.cuh's MV_STAMP_STORE and
         MV_STAMP_HELD)."""
         if level not in LEVELS:
             allowed = ", ".join(map(str, LEVELS))

@@ -552,8 +552,9 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
                 text += " " + tr(txt.FACT_TIMELINE_BOUNDED).format(n=cost.min_blocks)
             if cost.denser is not None:
                 n, denser = cost.denser
-                every_one, some = txt.FACT_TIMELINE_THINNED_ALL, txt.FACT_TIMELINE_THINNED_SOME
-                thinned = every_one if n == 1 else some
+                thinned = (
+                    txt.FACT_TIMELINE_THINNED_ALL if n == 1 else txt.FACT_TIMELINE_THINNED_SOME
+                )
                 text += " " + tr(thinned).format(n=n, denser=f"{denser:+.1f}%", every=cost.every)
             facts.append(text)
 

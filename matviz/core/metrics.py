@@ -239,7 +239,7 @@ def _number(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
-def _count(value: object) -> int | None:
+def whole_count(value: object) -> int | None:
     """``value`` where it is a whole number >= 1 (not a bool), else None: not said."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
@@ -252,13 +252,13 @@ def timeline_cost(trace: Trace) -> TimelineCost | None:
         return None
     sampling = m.get("sampling", {})
     level = int(sampling.get("timeline_level", m["level"]))
-    every = _count(sampling.get("phase_every")) or 1
+    every = whole_count(sampling.get("phase_every")) or 1
     tried = stats.get("phase_every_overheads_pct")
     denser = None  # the first stride timed, where the recorder went on to a sparser one
     if isinstance(tried, list) and tried and isinstance(tried[0], (list, tuple)):
         first = tried[0]
-        stride = _count(first[0]) if len(first) == 2 else None
+        stride = whole_count(first[0]) if len(first) == 2 else None
         if stride is not None and stride < every and _number(first[1]):
             denser = (stride, float(first[1]))
-    bound = _count(stats.get("instrumented_min_blocks"))
+    bound = whole_count(stats.get("instrumented_min_blocks"))
     return TimelineCost(level, float(pct), bound, every, denser)

@@ -97,8 +97,9 @@ def stride_within(
     stride = first
     while True:
         tried[stride] = dict(overheads_at(stride))
-        if abs(tried[stride][closest(tried[stride])]) <= target_pct:
-            return stride, closest(tried[stride]), tried
+        best = closest(tried[stride])
+        if abs(tried[stride][best]) <= target_pct:
+            return stride, best, tried
         wider = stride * 2
         if wider > max(MAX_KEPT_STRIDE, first) or sampled_blocks(n_blocks, wider) < least_blocks:
             break

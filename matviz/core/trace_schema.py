@@ -33,7 +33,7 @@ MAX_ARRAY_BYTES = 4 << 30  # whatever the manifest says, no array is read beyond
 Count = Annotated[int, Field(strict=True, ge=0)]
 Positive = Annotated[int, Field(strict=True, ge=1)]
 InputType = Literal["float32", "float16", "bfloat16"]  # core.kernel.INPUT_BYTES's keys
-StampForm = Literal["lanes", "store", "held"]  # manifest.STAMP_FORMS (a test holds them equal)
+StampForm = Literal["lanes", "store", "held"]  # config.STAMP_FORMS (a test holds them equal)
 # strict: no bools, no numeric strings; finite: json reads NaN and Infinity, which the views
 # printed ("+nan% against level 0"). NonNegative's ge=0 refuses NaN and keeps infinity: a broken
 # kernel's relative error is inf.
