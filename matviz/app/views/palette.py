@@ -7,6 +7,7 @@ pyqtgraph ImageItems that hold uint8 codes and are drawn with explicit levels (0
 from __future__ import annotations
 
 import colorsys
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -138,8 +139,18 @@ def lane_lut() -> np.ndarray:
 
 
 def swatch(rgb: tuple[int, ...], text: str) -> str:
-    """Rich-text legend entry: a coloured square and its label."""
+    """Rich-text legend entry: a coloured square and its label. Qt breaks lines between any two
+    Chinese characters, and a legend read "计" at one line's end and "算中" below: a short
+    label's characters are joined (U+2060), so it breaks at its spaces only."""
+    if len(text) <= GLUED_CHARS:
+        text = _BETWEEN_CJK.sub(WORD_JOINER, text)
     return f'<span style="color:{hexcolor(rgb)}; font-size:14pt">&#9632;</span>&nbsp;{text}'
+
+
+WORD_JOINER = "\u2060"
+GLUED_CHARS = 12  # longer labels may still wrap inside, rather than push the panel wider
+_CJK = "\u3000-\u9fff\uff00-\uffef"
+_BETWEEN_CJK = re.compile(f"(?<=[{_CJK}])(?=[{_CJK}])")
 
 
 def style_plot(plot: pg.PlotItem) -> None:
