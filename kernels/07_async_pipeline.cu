@@ -37,6 +37,12 @@
 #ifndef SWIZZLE
 #define SWIZZLE 1
 #endif
+#ifndef SPLIT
+#define SPLIT 0
+#endif
+#ifndef QUADS
+#define QUADS 0
+#endif
 #define THREADS (BM * BN / (TM * TN))
 // Two blocks of 256 threads per SM need <= 128 registers a thread; uncapped, ptxas took 151 and
 // one block of 8 warps per SM ran slower (H200, 4096^3, S2 P0 X1: 34.4 against 39.2 TFLOP/s).
@@ -48,6 +54,9 @@ static_assert(BK % 4 == 0 && BN % 4 == 0 && TM % 4 == 0 && TN % 4 == 0 && PAD % 
 static_assert((BM * BK / 4) % THREADS == 0 && (BK * BN / 4) % THREADS == 0,
               "every thread copies the same number of float4s of A and of B");
 static_assert(!(PAD && SWIZZLE), "padding or a swizzle, not both");
+static_assert(!SPLIT || TN >= 8, "a split needs two float4 groups of columns");
+static_assert(!QUADS || ((BN / TN) % 2 == 0 && (BM / TM) % 2 == 0),
+              "2 x 2 quads need an even number of micro-tiles across and down");
 static_assert(TM % 8 == 0, "a thread's rows of As start on a multiple of 8, below the swizzle");
 static_assert(STAGES >= 2 && STAGES <= 17, "2 to 17 stages (trace.cuh's copy channel)");
 
@@ -105,8 +114,15 @@ __device__ __forceinline__ void pipeline_body(const float *A, const float *B, fl
                                               int N, int K, MvTiles &sm MV_TRACE_DECL) {
     const int tid = threadIdx.x;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    const int thread_col = tid % (BN / TN) * TN;
-    const int thread_row = tid / (BN / TN) * TM;
+    // The thread's micro-tile in the (BM/TM) x (BN/TN) grid of them: row by row, or (QUADS)
+    // lanes 4j .. 4j+3 on 2 x 2 neighbours, so that each four lanes read at most two distinct
+    // float4s of As and of Bs. Its TN columns as TN/4 float4s: side by side, or (SPLIT) GROUP
+    // apart, so that a warp's LDS.128 of one group read consecutive 16-byte words.
+    constexpr int ACROSS = BN / TN, GROUP = SPLIT ? BN / (TN / 4) : 4;
+    const int place_row = QUADS ? tid / (2 * ACROSS) * 2 + (tid >> 1 & 1) : tid / ACROSS;
+    const int place_col = QUADS ? tid % (2 * ACROSS) / 4 * 2 + (tid & 1) : tid % ACROSS;
+    const int thread_col = place_col * (SPLIT ? 4 : TN);
+    const int thread_row = place_row * TM;
     float acc[TM][TN] = {{0.0f}};
     const int num_tiles = (K + BK - 1) / BK;
     MV_STEPS_BEGIN(num_tiles);
@@ -155,7 +171,7 @@ __device__ __forceinline__ void pipeline_body(const float *A, const float *B, fl
             }
 #pragma unroll
             for (int q = 0; q < TN / 4; ++q) {
-                const float *at = &sm.Bs[read_slot][k][thread_col + 4 * q];
+                const float *at = &sm.Bs[read_slot][k][thread_col + GROUP * q];
                 const float4 v = *reinterpret_cast<const float4 *>(at);
                 MV_PROBE(MV_SITE_ld_Bs + k * (TN / 4) + q, at);
                 MV_PROBE_VALUE(t, MV_SITE_ld_Bs + k * (TN / 4) + q, v.x);
@@ -179,7 +195,7 @@ __device__ __forceinline__ void pipeline_body(const float *A, const float *B, fl
         const int row = row0 + thread_row + i;
 #pragma unroll
         for (int q = 0; q < TN / 4; ++q) {
-            const int col = col0 + thread_col + 4 * q;
+            const int col = col0 + thread_col + GROUP * q;
             const float *v = &acc[i][4 * q];
             if (row >= M) continue;
             if (ALIGNED && col + 3 < N) {

@@ -44,7 +44,9 @@ KERNEL = Kernel(
     # Default: the fastest configuration at level 0 on the H200 (matviz.bench.kernels, 4096^3:
     # 39.2 TFLOP/s, 80.6% of cuBLAS in the same run; 3 stages 39.2 as well). It is not faster
     # than kernel 06 (41.0): with 2 blocks of 8 warps per SM the copies were already hidden,
-    # and the element-wise copies of A cost issue slots that 06's float4 loads do not.
+    # and the element-wise copies of A cost issue slots that 06's float4 loads do not. With
+    # the B loads free of conflicts it is (H100, 4096^3, level 0, one process): 39.3 TFLOP/s
+    # here, 43.7 split, 43.6 quads, 44.4 both; S2 P4 X0 with both 44.7, 86.9% of cuBLAS.
     params=(
         param("BM"),
         param("BN"),
@@ -55,6 +57,8 @@ KERNEL = Kernel(
               "k-steps in flight: slots of shared memory the copies fill ahead"),
         param("pad", default=0),
         param("swizzle", default=1),
+        param("split"),
+        param("quads"),
     ),  # fmt: skip
     constraints=vectorized.constraints
     + (

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from matviz.core import tuned
 from matviz.core.metrics import peak_gflops, whole_count
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.registry import get_kernel, kernels
@@ -70,17 +71,22 @@ def _measured(kernel: str, size: int, device: str, table: Path):
     return tuple(sorted(out, key=lambda item: -item[1]))
 
 
-def best_params(kernel: str, size: int, device: str, table: Path = BENCH_ALL) -> dict[str, Any]:
-    """The configuration of ``kernel`` that ran fastest in the measured benchmark of every
-    configuration on this GPU at this size, among those with the input type of its default
-    (a rung stands against cuBLAS on its own inputs: kernel 10's bf16 build is not its fp16
-    rung); the description's default where it has none."""
+def best_params(
+    kernel: str, size: int, device: str, table: Path = BENCH_ALL, tuned_file: Path | None = None
+) -> dict[str, Any]:
+    """The configuration of ``kernel`` to stand on the ladder for this GPU and size: the one
+    ``matviz sweep --tune`` kept for them (``tuned_file``, by default the user's), else the
+    fastest in the measured benchmark of every configuration (``table``), among those with the
+    input type of its default (a rung stands against cuBLAS on its own inputs: kernel 10's bf16
+    build is not its fp16 rung); the description's default where there is neither."""
     spec = get_kernel(kernel)
     default = spec.default_params()
     dtype = spec.configure(default, 1, 1, 1, check=False).input_dtype
+    kept = tuned.best(spec.name, size, size, size, tuned.device_key(device, "cuda"), tuned_file)
     found = [
         params
-        for params, _ in measured_configs(kernel, size, device, table)
+        for params in ([kept] if kept else [])
+        + [p for p, _ in measured_configs(kernel, size, device, table)]
         if spec.configure(params, 1, 1, 1, check=False).input_dtype == dtype
     ]
     return found[0] if found else default

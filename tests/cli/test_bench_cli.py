@@ -147,6 +147,25 @@ def test_best_configuration_is_the_fastest_measured_one(tmp_path):
     assert ladder.best_params("tiled", 4096, "Other GPU", table)["tile"] == 16  # the default
 
 
+def test_a_tuned_configuration_stands_on_the_ladder_before_the_measured_table(tmp_path):
+    """`matviz sweep --tune` on this GPU at this size names the rung; elsewhere the table."""
+    from matviz.core import tuned
+
+    table = tmp_path / "all.json"
+    table.write_text(json.dumps([
+        {"kernel": "tiled", "params": {"tile": 32, "pad": 1}, "size": 4096, "gflops": 9000},
+    ]))  # fmt: skip
+    kept = tuned.Tuned(params={"tile": 16, "pad": 1}, gflops=9500.0, backend="cuda",
+                       evaluated=4, space=6)  # fmt: skip
+    path = tuned.save("tiled", 4096, 4096, 4096, "NVIDIA H100 80GB HBM3", kept, tmp_path / "t.json")
+    best = ladder.best_params("tiled", 4096, "NVIDIA H100 80GB HBM3", table, path)
+    assert best == {"tile": 16, "pad": 1, "drop_sync": 0}
+    assert ladder.best_params("tiled", 4096, "NVIDIA H200", table, path)["tile"] == 32
+    assert ladder.best_params("tiled", 2048, "NVIDIA H100 80GB HBM3", table, path) == get_kernel(
+        "tiled"
+    ).default_params()  # tuned at 4096 only
+
+
 def test_the_best_configuration_keeps_the_default_input_type(tmp_path):
     table = tmp_path / "all.json"
     fp16, bf16 = {"STAGES": 3}, {"STAGES": 3, "BF16": 1}

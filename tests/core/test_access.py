@@ -385,3 +385,50 @@ def test_a_function_that_needs_numbers_is_evaluated_warp_by_warp() -> None:
     for a, b in zip(together, zip(*each, strict=True), strict=True):
         np.testing.assert_array_equal(a, np.stack(b))
     assert together[0].shape == (8, 4, 32)
+
+
+@pytest.mark.parametrize("kernel", ["vectorized", "async_pipeline"])
+def test_split_columns_take_the_bank_conflict_out_of_the_b_loads(kernel):
+    """A thread's 8 columns side by side put a warp's LDS.128 of B 32 bytes apart, a 2-way
+    conflict: 8 wavefronts. Split into two float4 groups BN/2 apart, the 16 threads of a row
+    read 256 consecutive bytes: conflict-free, 4 wavefronts, and the A loads are unchanged."""
+    base = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "pad": 0, "swizzle": 1}
+    seen = {}
+    for split in (0, 1):
+        config = configure(kernel, {**base, "split": split}, 512, 512, 64)
+        b = access.site_offsets(config, "ld_Bs", 3)
+        a = access.site_offsets(config, "ld_As", 3)
+        seen[split] = (
+            set(banks.wavefronts(b, 16).tolist()),
+            set(banks.conflict_degree(b, 16).tolist()),
+            banks.wavefronts(a, 16).tolist(),
+        )
+        row = b[0][:16] - b[0][0]  # group 0 of the 16 threads of one row of the warp
+        assert row.tolist() == [(32 if not split else 16) * lane for lane in range(16)]
+        second = b[1][:16] - b[0][:16]  # where each thread's second float4 lies
+        assert set(second.tolist()) == {16 if not split else 64 * 4}
+    assert seen[0][:2] == ({8}, {2}) and seen[1][:2] == ({4}, {1})
+    assert seen[0][2] == seen[1][2]
+
+
+@pytest.mark.parametrize("kernel", ["vectorized", "async_pipeline"])
+def test_quads_read_two_float4s_per_four_lanes_of_a_and_of_b(kernel):
+    """Lanes 4j .. 4j+3 on 2 x 2 neighbouring micro-tiles read two distinct float4s of As and
+    two of Bs: 2 wavefronts an LDS.128 for both (the H200's rule), against 2 and 4 split, so a
+    warp's k needs 8 wavefronts, not 12 (split) or 20 (neither)."""
+    base = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "pad": 4, "swizzle": 0}
+    per_k = {}
+    for split in (0, 1):
+        for quads in (0, 1):
+            config = configure(kernel, {**base, "split": split, "quads": quads}, 512, 512, 64)
+            total = 0
+            for site in ("ld_As", "ld_Bs"):
+                offsets = np.concatenate([access.site_offsets(config, site, w)
+                                          for w in range(config.warps)])  # fmt: skip
+                total += int(banks.wavefronts(offsets, 16).sum())
+            per_k[split, quads] = total / config.warps / 16
+    assert per_k == {(0, 0): 20, (1, 0): 12, (0, 1): 8, (1, 1): 8}
+    quads = configure(kernel, {**base, "quads": 1}, 512, 512, 64)
+    a = access.lane_offsets(quads, "ld_As", 0, 0)
+    rows = (a - a.min()) // (8 * 4)  # As[k][thread_row]: a thread row is TM = 8 floats
+    assert rows[:8].tolist() == [0, 0, 1, 1, 0, 0, 1, 1]  # lanes 0-3: two rows, two columns

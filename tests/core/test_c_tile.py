@@ -49,3 +49,26 @@ def test_a_warp_tiled_thread_owns_one_micro_tile_per_sub_tile():
     assert c_tile.pieces(owner, 5) == [(8, 4 + 16 * n, 8, 4) for n in range(4)]
     assert c_tile.warp_tiles(owner) == {0: (0, 0, 64, 64), 1: (0, 64, 64, 64),
                                         2: (64, 0, 64, 64), 3: (64, 64, 64, 64)}  # fmt: skip
+
+
+def test_a_split_micro_tile_is_two_pieces_half_a_block_tile_apart():
+    """Kernel 06 split: thread 0 computes rows 0-7 of columns 0-3 and of columns 64-67."""
+    config = kernels()["vectorized"].configure(
+        {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "pad": 4, "split": 1}, 512, 512, 64
+    )
+    owner = c_tile.owners(config)
+    assert c_tile.pieces(owner, 0) == [(0, 0, 8, 4), (0, 64, 8, 4)]
+    assert c_tile.pieces(owner, 17) == [(8, 4, 8, 4), (8, 68, 8, 4)]
+    assert c_tile.warp_tiles(owner)[0] == (0, 0, 16, 128)
+
+
+def test_quads_put_four_neighbouring_lanes_on_two_rows_and_two_columns():
+    config = kernels()["vectorized"].configure(
+        {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "pad": 4, "quads": 1}, 512, 512, 64
+    )
+    owner = c_tile.owners(config)
+    assert [c_tile.pieces(owner, tid) for tid in range(4)] == [
+        [(0, 0, 8, 8)], [(0, 8, 8, 8)], [(8, 0, 8, 8)], [(8, 8, 8, 8)]
+    ]
+    assert c_tile.pieces(owner, 4) == [(0, 16, 8, 8)]
+    assert c_tile.warp_tiles(owner)[0] == (0, 0, 16, 128)  # still two rows of micro-tiles
