@@ -23,7 +23,12 @@ from matviz.errors import MatvizError
 from matviz.paths import RESOURCE_DIR
 
 MAX_ROWS_BYTES = 16 << 20  # a --json file of rows is a few kB
-BENCH_ALL = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"  # every configuration, measured
+# every configuration, measured (`python -m matviz.bench.kernels --json`), each row naming its GPU
+BENCH_ALL = (
+    RESOURCE_DIR / "bench" / "h200_kernels_4096.json",
+    RESOURCE_DIR / "bench" / "h100_kernels_4096.json",
+)
+Tables = Path | tuple[Path, ...]
 SAVED_DEVICE = "NVIDIA H200"  # the GPU of rows saved before rows named theirs
 LADDER_H200 = RESOURCE_DIR / "bench" / "h200_ladder_4096.json"  # `matviz bench --json`, bundled
 COLUMNS = (
@@ -44,20 +49,25 @@ def _table_rows(table: Path) -> tuple[dict[str, Any], ...]:
 
 
 def measured_configs(
-    kernel: str, size: int = 4096, device: str = SAVED_DEVICE, table: Path = BENCH_ALL
+    kernel: str, size: int = 4096, device: str = SAVED_DEVICE, table: Tables = BENCH_ALL
 ) -> list[tuple[dict[str, Any], float]]:
     """(parameters, GFLOP/s) of every configuration of ``kernel`` the benchmark of every
-    configuration (``table``) measured on this GPU at this size, fastest first; a row benched
-    before a parameter was added holds it at its default, one whose values the description no
-    longer allows is left out."""
+    configuration (``table``: one file or several) measured on this GPU at this size, fastest
+    first; a row benched before a parameter was added holds it at its default, one whose
+    values the description no longer allows is left out."""
     return [(dict(params), gflops) for params, gflops in _measured(kernel, size, device, table)]
 
 
 @functools.lru_cache(maxsize=32)  # the banks view asks at every k-step of a playback
-def _measured(kernel: str, size: int, device: str, table: Path):
+def _measured(kernel: str, size: int, device: str, table: Tables):
     spec = get_kernel(kernel)
     out = []
-    for row in _table_rows(table):
+    rows = (
+        row
+        for path in (table if isinstance(table, tuple) else (table,))
+        for row in _table_rows(path)
+    )
+    for row in rows:
         if (row.get("kernel"), row.get("size"), row_device(row)) != (
             spec.name,
             size,
@@ -72,7 +82,7 @@ def _measured(kernel: str, size: int, device: str, table: Path):
 
 
 def best_params(
-    kernel: str, size: int, device: str, table: Path = BENCH_ALL, tuned_file: Path | None = None
+    kernel: str, size: int, device: str, table: Tables = BENCH_ALL, tuned_file: Path | None = None
 ) -> dict[str, Any]:
     """The configuration of ``kernel`` to stand on the ladder for this GPU and size: the one
     ``matviz sweep --tune`` kept for them (``tuned_file``, by default the user's), else the

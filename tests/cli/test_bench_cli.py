@@ -177,6 +177,17 @@ def test_the_best_configuration_keeps_the_default_input_type(tmp_path):
     assert best["BF16"] == 0 and best["STAGES"] == 3  # fp16 like the default, though slower
 
 
+def test_each_gpu_takes_its_own_rows_from_the_bundled_tables():
+    """The H100's table gives the H100 its fastest kernel 02 (T32 P4 there), the H200's the
+    H200 its own (T32 P0): rows name their GPU, and one GPU's never stand for another's."""
+    for device, table in (("NVIDIA H200", "h200"), ("NVIDIA H100 80GB HBM3", "h100")):
+        path = next(p for p in ladder.BENCH_ALL if p.name.startswith(table))
+        rows = [r for r in json.loads(path.read_text()) if r["kernel"] == "tiled"]
+        fastest = max(rows, key=lambda r: r["gflops"])["params"]
+        best = ladder.best_params("tiled", 4096, device)
+        assert {k: best[k] for k in fastest} == fastest, device
+
+
 def test_the_bundled_benchmark_gives_every_kernel_a_configuration():
     for name in kernels():
         params = ladder.best_params(name, 4096, "NVIDIA H200")
