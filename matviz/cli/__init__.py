@@ -43,9 +43,13 @@ def _wants_gui(argv: list[str]) -> bool:
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
     """The arguments, or the exit code when argparse is done already (--help)."""
     try:
-        return parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 0
+    if extra:  # named by the command they were given to, not by the top-level parser
+        where = f"matviz {args.command}" if args.command else "matviz"
+        raise MatvizError(f"unrecognized arguments: {' '.join(extra)} (see '{where} --help')")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ QT_MODULES = ("PySide6", "shiboken6", "pyqtgraph")
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse prints usage + message; we want one line
-        raise MatvizError(f"{message} (see 'matviz {self.prog.split()[-1]} --help')")
+        raise MatvizError(f"{message} (see '{self.prog} --help')")
 
 
 def one_line(text: str) -> str:

@@ -314,3 +314,17 @@ def test_record_keeps_the_old_trace_when_saving_fails(tmp_path, capsys, monkeypa
     assert_one_line_error(code, err, f"cannot write trace to {path}: No space left on device")
     assert path.read_bytes() == b"the user's old trace"
     assert [p.name for p in tmp_path.iterdir()] == ["keep.mvz"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["--bogus"], "see 'matviz --help'"),
+        (["record", "tiled", "-o", "x.mvz", "--bogus"], "see 'matviz record --help'"),
+        (["sweep", "tiled", "--tune", "--bogus", "1"], "see 'matviz sweep --help'"),
+    ],
+)
+def test_a_wrong_option_points_to_the_help_of_the_command_it_was_given_to(capsys, argv, hint):
+    code, _, err = run(capsys, *argv)
+    assert_one_line_error(code, err, hint)
+    assert "matviz matviz" not in err
