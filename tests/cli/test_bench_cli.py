@@ -12,6 +12,7 @@ from matviz import cli
 from matviz.backends.cuda_status import cuda_status
 from matviz.bench import ladder
 from matviz.core.registry import get_kernel, kernels
+from matviz.errors import MatvizError
 
 ROWS = [
     {"kernel": "naive", "number": 1, "params": {"tile": 16, "b_col_major": 0}, "config": "T16",
@@ -175,6 +176,26 @@ def test_the_best_configuration_keeps_the_default_input_type(tmp_path):
     ]))  # fmt: skip
     best = ladder.best_params("mma_pipeline", 4096, "NVIDIA H200", table)
     assert best["BF16"] == 0 and best["STAGES"] == 3  # fp16 like the default, though slower
+
+
+@pytest.mark.parametrize("bad", ["garbage", "fifo", "wrong types"])
+def test_an_unreadable_tuned_file_stops_the_ladder_with_one_line(tmp_path, bad):
+    """The ladder never guesses past a tuned file it cannot read: a MatvizError, which the CLI
+    prints as one line with exit 2; the file is left as it was."""
+    import os
+
+    path = tmp_path / "tuned.json"
+    if bad == "fifo":
+        os.mkfifo(path)
+    else:
+        text = "{not json" if bad == "garbage" else '{"version": 1, "devices": {"x": 3}}'
+        path.write_text(text)
+    before = None if bad == "fifo" else path.read_bytes()
+    with pytest.raises(MatvizError, match="tuned") as caught:
+        ladder.best_params("tiled", 4096, "NVIDIA H100 80GB HBM3", tuned_file=path)
+    assert "\n" not in str(caught.value)
+    if before is not None:
+        assert path.read_bytes() == before
 
 
 def test_each_gpu_takes_its_own_rows_from_the_bundled_tables():
