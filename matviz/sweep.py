@@ -255,7 +255,8 @@ def tune(
     """A pruned search for the fastest configuration: coordinate descent from the default.
 
     Each parameter in turn tries its allowed values (never a deliberately broken one) with the
-    others at the best so far; rounds repeat until a round improves nothing. It runs a few
+    others at the best so far; a value the others forbid is tried with each single change of
+    another parameter that allows it. Rounds repeat until a round improves nothing. It runs a few
     configurations per parameter instead of their product. Returns the best row (None when
     nothing ran) and every row it ran, in order.
     """
@@ -288,12 +289,36 @@ def tune(
             for value in param.values:
                 if value in param.broken or value == current[param.name]:
                     continue
-                row = evaluate({**current, param.name: value})
-                if faster(row, top):
-                    top, current, improved = row, dict(row.params), True
+                for params in _moves(spec, {**current, param.name: value}, param.name):
+                    row = evaluate(params)
+                    if faster(row, top):
+                        top, current, improved = row, dict(row.params), True
         if not improved:
             break
     return top, list(rows.values())
+
+
+def _moves(spec: Kernel, moved: dict[str, Any], changed: str) -> list[dict[str, Any]]:
+    """``moved`` where its parameters allow it; else each way one other parameter can change to
+    make it allowed (pad 4 needs swizzle 0: coordinate descent alone never leaves pad 0 X1)."""
+    if _allowed(spec, moved):
+        return [moved]
+    repairs = [
+        {**moved, other.name: value}
+        for other in spec.params
+        if other.name != changed
+        for value in other.values
+        if value not in other.broken and value != moved[other.name]
+    ]
+    return [params for params in repairs if _allowed(spec, params)]
+
+
+def _allowed(spec: Kernel, params: dict[str, Any]) -> bool:
+    try:
+        spec.resolve_params(params)
+    except MatvizError:
+        return False
+    return True
 
 
 # -- reporting -----------------------------------------------------------------------------------

@@ -112,3 +112,20 @@ def test_the_saved_file_is_plain_json_an_editor_can_read():
     path = tuned.save("tiled", 64, 64, 64, "NVIDIA H200", entry)
     data = json.loads(path.read_text())
     assert data["devices"]["NVIDIA H200"]["64x64x64"]["tiled"]["params"] == {"tile": 32}
+
+
+def test_a_value_the_others_forbid_is_tried_with_the_change_that_allows_it(monkeypatch):
+    """Kernel 07's pad 4 needs swizzle 0: from its default (pad 0, swizzle 1) the search tries
+    pad 4 with swizzle 0, and keeps it where that is fastest."""
+    from matviz import sweep
+
+    def fake_run(row, **_):
+        p = row.params
+        row.status = sweep.OK
+        row.gflops = 100.0 + 50.0 * (p["pad"] == 4 and p["swizzle"] == 0) + p["split"]
+
+    monkeypatch.setattr(sweep, "run_row", fake_run)
+    top, rows = sweep.tune("async_pipeline", 128, 128, 128, "sim", 0)
+    assert top.params["pad"] == 4 and top.params["swizzle"] == 0 and top.params["split"] == 1
+    assert all(r.status == sweep.OK for r in rows)  # only allowed configurations ran
+    assert len(rows) < len(get_kernel("async_pipeline").configurations())
