@@ -84,12 +84,28 @@ def test_model_matches_ncu_on_the_h200():
             load = float("nan") if cells[2] == "–" else float(cells[2])
             measured[cells[0]] = (load, float(cells[5]))
     tags = {tag: (k, p) for tag, k, p in configurations()}
-    assert set(measured) == set(tags)  # every configuration measured, none stale
+    later = {tag for tag, (_, p) in tags.items() if any(p.get(n) for n in ADDED_AFTER_THE_TABLE)}
+    assert set(measured) == set(tags) - later  # every other configuration measured, none stale
     for tag, (load, store) in measured.items():
         kernel, params = tags[tag]
         config = kernel.configure(params, 1024, 1024, 1024)
         assert co.sectors_per_request(config) == pytest.approx(load, rel=0.05, nan_ok=True), tag
         assert co.sectors_per_request(config, "store") == pytest.approx(store, rel=0.05), tag
+    # their loads are the same requests as those of the measured row without the switches
+    tag_of = {(k.name, tuple(sorted(p.items()))): tag for tag, (k, p) in tags.items()}
+    for tag in later:
+        kernel, params = tags[tag]
+        plain = {**params, **{n: 0 for n in ADDED_AFTER_THE_TABLE if n in params}}
+        load, _ = measured[tag_of[kernel.name, tuple(sorted(plain.items()))]]
+        config = kernel.configure(params, 1024, 1024, 1024)
+        assert co.sectors_per_request(config) == pytest.approx(load, rel=0.05, nan_ok=True), tag
+
+
+# Switches added after the ncu table was measured (kernels 06 and 07, 2026-12-05). They move
+# only the C stores (split: 16 sectors a request where side by side takes 32, in the model),
+# which ncu has not measured yet: ONLY='split|quads' bash matviz/bench/ncu_coalescing.sh on the
+# H200 adds their rows.
+ADDED_AFTER_THE_TABLE = ("split", "quads")
 
 
 def test_a_16_byte_cp_async_into_rows_that_start_mid_sector_counts_its_shared_sectors():
@@ -123,3 +139,17 @@ def test_only_16_byte_copies_count_shared_sectors():
     assert global_4.counted_sectors == global_4.sectors.size == 4
     plain = co.Request("x", "load", "A", 0, lane * 16, 16, 2)
     assert plain.counted_sectors == 16
+
+
+def test_split_columns_store_c_in_whole_sectors():
+    """Kernel 06 at TN 8: side by side, a warp's float4 stores of C lie 32 bytes apart (32
+    sectors a request); split, each row of 16 lanes stores 256 consecutive bytes (16)."""
+    vectorized = get_kernel("vectorized")
+    base = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "pad": 4}
+    per_request = {
+        split: co.sectors_per_request(
+            vectorized.configure({**base, "split": split}, 1024, 1024, 1024), "store"
+        )
+        for split in (0, 1)
+    }
+    assert per_request == {0: 32, 1: 16}
