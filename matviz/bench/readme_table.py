@@ -22,6 +22,19 @@ from matviz.core.summary import FORM_NAMES
 README = Path(__file__).resolve().parents[2] / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
+KEPT = "l2kept"  # matviz.bench.kernels' tag of level 2 as the recorder keeps it
+# the instrumentation targets (issue 9): level 1 within 1%, level 2 within 3% of level 0
+TARGETS = (("level 1", "overhead_l1_pct", OVERHEAD_TARGET_PCT[1]),
+           ("level 2 with no target", "overhead_l2_pct", OVERHEAD_TARGET_PCT[2]),
+           ("level 2 as recorded", f"overhead_{KEPT}_pct", OVERHEAD_TARGET_PCT[2]))  # fmt: skip
+# the level-2 runs' tags, and how the table marks a form other than the lanes (trace.cuh)
+TAGS = ("l2", KEPT)
+FORM_LABELS = {"store": "stored", "held": "held"}  # the lanes form is the unmarked one
+# what _table formats from each row
+NUMBERS = ("gflops", "pct_cublas", "overhead_l1_pct", "overhead_l2_pct", "span_vs_event_l1",
+           "rel_error", "size")  # fmt: skip
+MAX_BYTES = 16 << 20
+
 
 def table(rows: list[dict], source: str) -> str:
     """One table per GPU and element type of A and B (rows saved before they kept them: the
@@ -78,9 +91,6 @@ def _table(rows: list[dict], dtype: str, source: str) -> str:
     return "\n".join(lines)
 
 
-KEPT = "l2kept"  # matviz.bench.kernels' tag of level 2 as the recorder keeps it
-
-
 def _level_2(row: dict, tag: str) -> str:
     """A level-2 run's overhead and, where it was saved, how many blocks stamped (level 2 as
     recorded in rows saved before the recorder kept a stride: not measured)."""
@@ -91,12 +101,6 @@ def _level_2(row: dict, tag: str) -> str:
     if every is None:
         return text
     return text + (", every block" if every == 1 else f", 1 block in {every}")
-
-
-# the instrumentation targets (issue 9): level 1 within 1%, level 2 within 3% of level 0
-TARGETS = (("level 1", "overhead_l1_pct", OVERHEAD_TARGET_PCT[1]),
-           ("level 2 with no target", "overhead_l2_pct", OVERHEAD_TARGET_PCT[2]),
-           ("level 2 as recorded", f"overhead_{KEPT}_pct", OVERHEAD_TARGET_PCT[2]))  # fmt: skip
 
 
 def _targets(rows: list[dict]) -> str:
@@ -115,21 +119,12 @@ def _targets(rows: list[dict]) -> str:
     return "Targets: " + "; ".join(parts) + "."
 
 
-# the level-2 runs' tags, and how the table marks a form other than the lanes (trace.cuh)
-TAGS = ("l2", KEPT)
-FORM_LABELS = {"store": "stored", "held": "held"}  # the lanes form is the unmarked one
-
-
 def _form(row: dict, tag: str) -> str:
     """' (stored)' or ' (held)' where the level-``tag`` run kept its marks in that form."""
     label = FORM_LABELS.get(row.get(f"stamp_form_{tag}"))  # type: ignore[arg-type]
     return f" ({label})" if label else ""
 
 
-# what _table formats from each row
-NUMBERS = ("gflops", "pct_cublas", "overhead_l1_pct", "overhead_l2_pct", "span_vs_event_l1",
-           "rel_error", "size")  # fmt: skip
-MAX_BYTES = 16 << 20
 
 
 def load_rows(path: Path) -> list[dict]:

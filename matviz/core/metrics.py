@@ -212,10 +212,15 @@ def blocks_per_sm_histogram(trace: Trace, n_sms: int | None = None) -> np.ndarra
     return np.bincount(trace.blocks["smid"].astype(np.int64), minlength=n_sms)
 
 
+def _number(value: object) -> bool:
+    """A JSON number: an int or a float, not a bool."""
+    return not isinstance(value, bool) and isinstance(value, (int, float))
+
+
 def achieved_gflops(trace: Trace) -> float:
     """2MNK over the median kernel time recorded in the manifest's stats, in GFLOP/s."""
     ms = trace.manifest["stats"].get("time_ms_median")
-    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not ms > 0:
+    if not _number(ms) or not ms > 0:
         raise MatvizError("the trace has no kernel timing (stats.time_ms_median): record it again")
     return total_flops(trace) / (ms * 1e6)
 
@@ -233,10 +238,6 @@ class TimelineCost:
     min_blocks: int | None
     every: int = 1
     denser: tuple[int, float] | None = None
-
-
-def _number(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
 def whole_count(value: object) -> int | None:
