@@ -119,7 +119,7 @@ def check_name(path: Path) -> None:
 
 def check_output(path: Path, suffix: str, what: str = "output") -> None:
     """Fail before a long run, not after it, when ``path`` could not be written."""
-    from matviz.export.atomic import check_writable, only_suffix
+    from matviz.export.atomic import only_suffix
 
     check_name(path)
     if only_suffix(path, (suffix,)):
@@ -128,6 +128,13 @@ def check_output(path: Path, suffix: str, what: str = "output") -> None:
         )
     if path.suffix.lower() != suffix:
         raise MatvizError(f"{what} '{one_line(str(path))}' must end in {suffix}")
+    check_file_writable(path)
+
+
+def check_file_writable(path: Path) -> None:
+    """``path``'s folder takes a new file of that name (whatever its suffix)."""
+    from matviz.export.atomic import check_writable
+
     check_writable(path)
     try:  # os.access says yes to root everywhere: a real file says what the folder takes
         with tempfile.NamedTemporaryFile(dir=path.resolve().parent, prefix=".matviz-check-"):

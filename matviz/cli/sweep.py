@@ -86,6 +86,11 @@ def _tune(args) -> int:
         raise MatvizError("--tune searches every parameter itself: give no parameter values")
     if args.output is not None:
         common.check_output(args.output, ".csv")
+    # a tuned file that could not be read or written stops the search before it runs
+    kept = tuned.tuned_path()
+    tuned.load(kept)
+    if kept.parent.is_dir():  # else tuned.save makes the folder
+        common.check_file_writable(kept)
     backend, why = common.choose_backend(args.backend)
     common.note(why)
 
