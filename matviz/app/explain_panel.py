@@ -60,6 +60,10 @@ LESSON_MAP: tuple[tuple[int, int, str, tuple[str, ...]], ...] = (
      ("Banks", "Tiles")),
     (29, 29, "Performance against cuBLAS and the FP32 peak (article §8)",
      ("Throughput",)),
+    (30, 30, "Why GEMM suits a GPU: independent outputs, regular multiply-adds, reuse",
+     ("Block grid", "Explanation")),
+    (31, 31, "The data path: DRAM, L2, shared memory, registers and the cores, measured",
+     ("Explanation", "Tiles")),
 )  # fmt: skip
 
 # (keys, what they do), for the Help window

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from matviz.core import metrics
+from matviz.core.explain import dram_floor_bytes, measured_bytes, shared_reuse
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 from matviz.paths import RESOURCE_DIR, TRACE_DIR
@@ -113,8 +114,44 @@ def facts(trace: Trace) -> dict[str, Any]:
         "gflops": gflops,
         "pct_cublas": 100.0 * gflops / cublas if cublas else 0.0,
         "requested_mb": float(trace.manifest.get("global_bytes", {}).get("issued", 0.0)) / 1e6,
+        **_work_facts(trace),
+        **_hierarchy_facts(trace),
         **_correctness_facts(trace),
     }
+
+
+def _work_facts(trace: Trace) -> dict[str, Any]:
+    """The GEMM's shape as a GPU sees it (§30): independent outputs, the threads that compute
+    them, and the multiply-adds per byte of A, B and C that must move at least once."""
+    config = trace.config
+    threads = config.threads * config.n_blocks
+    floor = dram_floor_bytes(config)
+    a_and_b = (config.M * config.K + config.K * config.N) * config.element_bytes("A")
+    return {
+        "outputs": config.M * config.N,
+        "threads": threads,
+        "outputs_per_thread": config.M * config.N / threads,
+        "gflop": config.flops / 1e9,
+        "ab_mb": a_and_b / 1e6,  # A and B read once
+        "floor_mb": floor / 1e6,  # and C written once
+        "flop_per_byte": config.flops / floor,
+    }
+
+
+def _hierarchy_facts(trace: Trace) -> dict[str, Any]:
+    """Each level of the data path (§31) where the trace knows it: what ncu measured at DRAM,
+    L2 and the load instructions, and the multiply-adds each value read from shared memory
+    feeds. A fact the trace lacks is left out, so a step quoting it fails its test."""
+    out: dict[str, Any] = {}
+    measured = measured_bytes(trace.manifest)
+    if measured is not None:
+        out["dram_mb"] = measured["dram_read_bytes"] / 1e6
+        out["l2_mb"] = measured["l2_bytes"] / 1e6
+        out["l1_mb"] = measured["l1_global_load_bytes"] / 1e6
+    reuse = shared_reuse(trace.config)
+    if reuse is not None:
+        out["fmas_per_shared_read"] = float(reuse["ratio"])
+    return out
 
 
 def _correctness_facts(trace: Trace) -> dict[str, Any]:

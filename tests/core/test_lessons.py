@@ -29,6 +29,9 @@ def test_the_lesson_covers_its_sections_in_order():
         "§26",
         "§27",
         "§28",
+        "§29",
+        "§30",
+        "§31",
     ):
         assert needed in sections, needed
     assert {step.view for step in LESSON.steps} >= {"grid", "tiles", "banks", "coalescing",
@@ -67,3 +70,36 @@ def test_a_text_naming_an_unknown_fact_is_one_line():
     trace = load_trace(LESSON.steps[0].trace_path())
     with pytest.raises(MatvizError, match="fact"):
         lessons.render("{no_such_fact}", trace)
+
+
+def test_the_data_path_facts_are_the_traces_own_numbers():
+    """§30-31 quote the GEMM's work and each level of the memory hierarchy: ncu's bytes at
+    DRAM, L2 and the load instructions, shared memory's reuse and the sums per thread."""
+    step = next(step for step in LESSON.steps if step.section == "§31")
+    trace = load_trace(step.trace_path())
+    facts = lessons.facts(trace)
+    config = trace.config
+    M, N, K = trace.shape
+    measured = trace.manifest["details"]["measured"]
+    assert facts["dram_mb"] == measured["dram_read_bytes"] / 1e6
+    assert facts["l2_mb"] == measured["l2_bytes"] / 1e6
+    assert facts["l1_mb"] == measured["l1_global_load_bytes"] / 1e6
+    assert facts["threads"] == config.threads * len(trace.blocks)
+    assert facts["outputs_per_thread"] * facts["threads"] == M * N
+    floor = (M * K + K * N) * 4 + M * N * 4  # fp32: A and B read once, C written once
+    assert facts["floor_mb"] == floor / 1e6
+    assert facts["flop_per_byte"] == 2 * M * N * K / floor
+    # kernel 08: per k a lane reads TM values of As once and TN of Bs in each of its WNITER
+    # sub-tiles, and does TM x TN multiply-adds in each
+    p = config.p
+    fmas, reads = p.TM * p.TN * p.WNITER, p.TM + p.TN * p.WNITER
+    assert facts["fmas_per_shared_read"] == round(fmas / reads, 2)
+
+
+def test_a_trace_without_measured_bytes_has_no_data_path_facts():
+    trace = load_trace(LESSON.steps[0].trace_path())
+    del trace.manifest["details"]["measured"]
+    facts = lessons.facts(trace)
+    assert not {"dram_mb", "l2_mb", "l1_mb"} & facts.keys()
+    with pytest.raises(MatvizError, match="dram_mb"):
+        lessons.render("{dram_mb:.1f} MB", trace)
