@@ -177,7 +177,7 @@ extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_vectorized(const float *
                                                                  float *C, int M, int N,
                                                                  int K MV_TRACE_PARAMS) {
     __shared__ MvTiles sm;
-    MV_BLOCK_BEGIN();
+    MV_BLOCK_BEGIN_CALL();
     MV_RUN(vectorized, A, B, C, M, N, K, sm);
     MV_BLOCK_END_CALL();  // not inline: level 1 then keeps level 0's registers (trace.cuh)
 }

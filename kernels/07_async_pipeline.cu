@@ -221,7 +221,7 @@ __device__ __forceinline__ void async_pipeline(const float *A, const float *B, f
 extern "C" __global__ void MV_LAUNCH_BOUNDS_MIN(THREADS, MIN_BLOCKS) mv_async_pipeline(
     const float *A, const float *B, float *C, int M, int N, int K MV_TRACE_PARAMS) {
     __shared__ MvTiles sm;
-    MV_BLOCK_BEGIN();
+    MV_BLOCK_BEGIN_CALL();
     MV_RUN(async_pipeline, A, B, C, M, N, K, sm);
-    MV_BLOCK_END();
+    MV_BLOCK_END_CALL();
 }

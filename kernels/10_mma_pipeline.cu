@@ -272,9 +272,9 @@ extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_mma_pipeline(const elem 
                                                                      int K MV_TRACE_PARAMS) {
     extern __shared__ __align__(128) unsigned char mv_smem[];
     MvTiles &sm = *reinterpret_cast<MvTiles *>(mv_smem);
-    MV_BLOCK_BEGIN();
+    MV_BLOCK_BEGIN_CALL();
     MV_RUN(mma_pipeline, A, B, C, M, N, K, sm);
-    MV_BLOCK_END();
+    MV_BLOCK_END_CALL();
 }
 
 // The bits of an fp16 or bf16 element as a float (fp16 through cvt, bf16 is a float's top half).

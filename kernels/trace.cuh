@@ -85,13 +85,14 @@ __device__ __forceinline__ unsigned int mv_clock() {
 }
 
 // Stored at once (fire-and-forget) rather than held in registers through the k loop.
-#define MV_BLOCK_BEGIN()                                                           \
-    if (MV_TID == 0) {                                                             \
-        unsigned long long *mv_r = mv_blocks + (size_t)MV_BLOCK_RECORD * MV_BID;   \
+#define MV_BEGIN_RECORD(blocks, block, thread)                                     \
+    if ((thread) == 0) {                                                           \
+        unsigned long long *mv_r = (blocks) + (size_t)MV_BLOCK_RECORD * (block);   \
         mv_r[0] = mv_globaltimer();                                                \
         mv_r[2] = clock64();                                                       \
         mv_r[4] = mv_smid();                                                       \
     }
+#define MV_BLOCK_BEGIN() MV_BEGIN_RECORD(mv_blocks, MV_BID, MV_TID)
 
 // "End" is when the last warp finishes: every warp posts its own %globaltimer with atomicMax,
 // so no barrier holds finished warps back (the naive kernel has no barriers at all). Warp 0
@@ -113,11 +114,14 @@ __device__ __forceinline__ unsigned int mv_clock() {
 // the naive kernel's barrier-free loop needs MV_BLOCK_END_CALL (+0.1% against +6.9% inline at
 // T=32, H200), and so do the register-tiled kernels 04-06 and 08: inline, ptxas gave their
 // level-1 builds other register counts than level 0 and -31% to +28% (H100); with the call the
-// same counts, and level 1 within 1% in 46 of 52 configurations (25 inline). The
-// call reads every id itself, so nothing is kept across the loop for it.
+// same counts, and level 1 within 1% in 46 of 52 configurations (25 inline). Kernels 07 and
+// 10 take the call too (below). The call reads every id itself, so nothing is kept across the
+// loop for it.
 #define MV_BLOCK_END() MV_END_RECORD(mv_blocks, MV_BID, MV_TID)
 
-__device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
+// The block and thread ids, read where a record is taken rather than kept from the kernel's
+// start.
+__device__ __forceinline__ void mv_ids(unsigned int &block, unsigned int &thread) {
     unsigned int tx, ty, nx, bx, by, gx;
     asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tx));
     asm volatile("mov.u32 %0, %%tid.y;" : "=r"(ty));
@@ -125,10 +129,31 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
     asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
     asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(by));
     asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(gx));
-    const unsigned int thread = ty * nx + tx;
-    MV_END_RECORD(blocks, by * gx + bx, thread);
+    block = by * gx + bx;
+    thread = ty * nx + tx;
+}
+
+__device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
+    unsigned int block, thread;
+    mv_ids(block, thread);
+    MV_END_RECORD(blocks, block, thread);
 }
 #define MV_BLOCK_END_CALL() mv_block_end_call(mv_blocks)
+
+// The start record as a call too, for the same reason: inline, its code before the loop moved
+// ptxas's schedule of the k loops at level 1. Configurations whose level-1 loops are the same
+// schedule as level 0's (sm_90, every configuration), inline -> with both records as calls:
+// kernel 04 6 of 8 -> 8, 05 2 of 10 -> 10, 06 6 of 60 -> 60, 07 60 of 128 -> 108, 10 6 of 24
+// -> 20. Timed beside level 0 (H100, 4096^3, two rounds): 05 BM64 BK16 TM8 TN4 +1.46/+1.53%
+// -> +0.08/+0.01%, 10 S3 X1 +1.58/+1.69% -> +0.12/+0.21%, 04, 06 and 07 within 0.3% either
+// way. Kernel 08 keeps the inline start: its loops matched too (0 -> 16 of 16), but its level 1
+// ran +2.24/+1.28% with the call against +0.56/+1.15% without. Kernel 09: not timed.
+__device__ __noinline__ void mv_block_begin_call(unsigned long long *blocks) {
+    unsigned int block, thread;
+    mv_ids(block, thread);
+    MV_BEGIN_RECORD(blocks, block, thread);
+}
+#define MV_BLOCK_BEGIN_CALL() mv_block_begin_call(mv_blocks)
 
 #else
 #define MV_TRACE_PARAMS
@@ -136,6 +161,7 @@ __device__ __noinline__ void mv_block_end_call(unsigned long long *blocks) {
 #define MV_TRACE_DECL
 #define MV_TRACE_FORWARD
 #define MV_BLOCK_BEGIN()
+#define MV_BLOCK_BEGIN_CALL()
 #define MV_BLOCK_END()
 #define MV_BLOCK_END_CALL()
 #endif
