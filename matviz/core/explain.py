@@ -50,10 +50,14 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+def inputs_bytes(config: KernelConfig) -> int:
+    """A and B, each read once."""
+    return (config.M * config.K + config.K * config.N) * config.element_bytes("A")
+
+
 def dram_floor_bytes(config: KernelConfig) -> int:
     """The least DRAM traffic a GEMM can have: A and B read once, C written once."""
-    M, N, K = config.M, config.N, config.K
-    return (M * K + K * N) * config.element_bytes("A") + M * N * config.element_bytes("C")
+    return inputs_bytes(config) + config.M * config.N * config.element_bytes("C")
 
 
 def dram_floor_formula(config: KernelConfig) -> str:
@@ -610,7 +614,7 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
         keys = ("l1_global_load_bytes", "l2_bytes", "dram_read_bytes")
         l1, l2, dram = (fmt_bytes(measured[k]) for k in keys)
         where = measured.get("device", device)
-        ab = fmt_bytes((M * K + K * N) * config.element_bytes("A"))
+        ab = fmt_bytes(inputs_bytes(config))
         fill = {"device": where, "l1": l1, "l2": l2, "dram": dram, "ab": ab}
         if isinstance(measured.get("copy_engine_load_bytes"), (int, float)):
             copies = fmt_bytes(measured["copy_engine_load_bytes"])

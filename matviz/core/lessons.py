@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from matviz.core import metrics
-from matviz.core.explain import dram_floor_bytes, measured_bytes, shared_reuse
+from matviz.core.explain import dram_floor_bytes, inputs_bytes, measured_bytes, shared_reuse
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 from matviz.paths import RESOURCE_DIR, TRACE_DIR
@@ -122,17 +122,17 @@ def facts(trace: Trace) -> dict[str, Any]:
 
 def _work_facts(trace: Trace) -> dict[str, Any]:
     """The GEMM's shape as a GPU sees it (§30): independent outputs, the threads that compute
-    them, and the multiply-adds per byte of A, B and C that must move at least once."""
+    them, and the floating-point operations per byte of A, B and C that must move at least
+    once."""
     config = trace.config
     threads = config.threads * config.n_blocks
     floor = dram_floor_bytes(config)
-    a_and_b = (config.M * config.K + config.K * config.N) * config.element_bytes("A")
     return {
         "outputs": config.M * config.N,
         "threads": threads,
         "outputs_per_thread": config.M * config.N / threads,
         "gflop": config.flops / 1e9,
-        "ab_mb": a_and_b / 1e6,  # A and B read once
+        "ab_mb": inputs_bytes(config) / 1e6,
         "floor_mb": floor / 1e6,  # and C written once
         "flop_per_byte": config.flops / floor,
     }
