@@ -1,9 +1,9 @@
 // 04_register_tiling_1d - each thread computes TM outputs of one column of C (lesson 8 §18;
 // article §4.3, register caching).
 // A block computes a BM x BN tile of C with BM*BN/TM threads, staging BM x BK of A and BK x BN
-// of B per k-step. In the inner loop a thread reads one Bs value into a register and reuses it
-// for TM multiply-adds against TM As values, so it needs 1 + TM shared loads per TM FMAs
-// instead of 2 per FMA (§18: one value read from shared memory feeds several accumulators).
+// of B per k-step. A thread reads each Bs value it needs into a register once and reuses it for
+// TM multiply-adds against TM As values, so it needs 1 + TM shared loads per TM FMAs instead
+// of 2 per FMA (§18: one value read from shared memory feeds several accumulators).
 #include "trace.cuh"
 
 #ifndef BM
@@ -65,17 +65,25 @@ __device__ __forceinline__ void register_tiling_1d(const float *A, const float *
         MV_RELEASED(t, 0);
         MV_MARK_LOADED(t);
 
+        // The step's BK values of Bs, one shared load each, stay in registers while the
+        // thread runs down its TM rows: each value feeds TM multiply-adds. Row by row, a row's
+        // BK values of As are the only others live, so 16 rows of sums fit beside them (k
+        // outermost, ptxas held 16 rows of As and re-read words it had no registers for).
+        float b[BK];
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
-            const float b = sm.Bs[k][thread_col];  // one shared load, reused TM times
+            b[k] = sm.Bs[k][thread_col];
             MV_PROBE(MV_SITE_ld_Bs + k, &sm.Bs[k][thread_col]);
-            MV_PROBE_VALUE(t, MV_SITE_ld_Bs + k, b);
+            MV_PROBE_VALUE(t, MV_SITE_ld_Bs + k, b[k]);
+        }
 #pragma unroll
-            for (int r = 0; r < TM; ++r) {
+        for (int r = 0; r < TM; ++r) {
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
                 MV_PROBE(MV_SITE_ld_As + k * TM + r, &sm.As[thread_row + r][k]);
                 const float a = sm.As[thread_row + r][k];
                 MV_PROBE_VALUE(t, MV_SITE_ld_As + k * TM + r, a);
-                acc[r] += a * b;
+                acc[r] += a * b[k];
             }
         }
 

@@ -64,24 +64,16 @@ def test_register_tiling_merges_along_its_chains():
 @pytest.mark.parametrize("kernel", ["tiled", "tiled_transposed", "register_tiling_1d"])
 def test_instruction_counts_follow_what_ptxas_emitted(kernel):
     """resources/bench/sass_sm90_shared_ops.json: per warp and k-step, ptxas emits exactly the
-    model's merged instructions for kernels 02 and 03; for kernel 04 the same vector loads and
-    stores plus scalar LDS it adds itself (ncu counts them: 32 loads per warp and k-step at BM64
-    BN64 BK8 TM8, not 24)."""
+    model's merged instructions for kernels 02-04 (kernel 04 since its thread runs down its rows
+    with the step's Bs values held: with k outermost, ptxas added scalar LDS of As it had no
+    registers to keep)."""
     k = get_kernel(kernel)
     for params in k.configurations():
         cfg = k.configure(params, 128, 128, 128)
         model: dict[str, int] = {}
         for i in warp_instructions(cfg):
             model[i.opcode] = model.get(i.opcode, 0) + 1
-        emitted = sass_table.emitted(k.stem, k.labels(params))
-        assert emitted is not None, params
-        if kernel != "register_tiling_1d":
-            assert emitted == model, params
-        else:
-            assert {op: n for op, n in emitted.items() if op != "LDS"} == {
-                op: n for op, n in model.items() if op != "LDS"
-            }
-            assert emitted["LDS"] > model["LDS"], params
+        assert sass_table.emitted(k.stem, k.labels(params)) == model, params
 
 
 def test_broadcast_rule_in_instructions():
