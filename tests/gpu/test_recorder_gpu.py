@@ -481,3 +481,16 @@ def test_wrong_results_of_a_correct_kernel_are_refused():
     C[3, 5] += 1.0
     with pytest.raises(MatvizError, match="1 of 65536 elements of C wrong"):
         rec._check_output(C, "the kernel")
+
+
+def test_mma_sync_alone_outruns_the_kernels_built_on_it():
+    """README (kernel 10): mma.sync is not what holds kernels 09 and 10 back. Warps issuing
+    only independent mma.sync from registers run faster than kernel 10 at its default, both
+    against cuBLAS fp16 at 4096^3 timed in the same process."""
+    from matviz.bench import mma_ceiling
+
+    ceiling = max(row["pct_cublas"] for row in mma_ceiling.measure("float16"))
+    kernel = Recorder(request("mma_pipeline", 4096, 4096, 4096, {}, level=0)).run()
+    reached = kernel.manifest["stats"]["pct_cublas"]
+    print(f"\nmma.sync alone {ceiling:.1f}% of cuBLAS fp16, kernel 10 {reached:.1f}%")
+    assert ceiling > reached

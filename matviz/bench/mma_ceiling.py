@@ -1,0 +1,135 @@
+"""How fast mma.sync alone runs on this GPU, against cuBLAS on the same GPU (on the GPU):
+
+    python -m matviz.bench.mma_ceiling [--json FILE]
+
+Each warp issues CHAINS independent ``mma.sync.m16n8k16`` (fp16 or bf16 in, fp32 sums) per
+iteration on fragments held in registers: no memory traffic in the loop, so the figure is the
+most a kernel built on mma.sync (kernels 09 and 10) could reach, as a function of the warps per
+SM. cuBLAS (:func:`matviz.backends.cuda_build.blas_matmul`) runs at 4096^3 on inputs of the same
+type in the same process. Medians of CUDA-event timings after warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+MMA_SOURCE = r"""
+extern "C" __global__ void mv_mma_only(const unsigned *seed, float *out, int iters) {
+    const unsigned a0 = seed[0] ^ threadIdx.x, a1 = seed[1], a2 = seed[2], a3 = seed[3];
+    const unsigned b0 = seed[4], b1 = seed[5] ^ threadIdx.x;
+    float c[CHAINS][4];
+#pragma unroll
+    for (int i = 0; i < CHAINS; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int i = 0; i < CHAINS; ++i)
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE ".f32 "
+                         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                         : "+f"(c[i][0]), "+f"(c[i][1]), "+f"(c[i][2]), "+f"(c[i][3])
+                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    }
+    float s = 0.0f;  // stored, so that no mma.sync is dead code
+#pragma unroll
+    for (int i = 0; i < CHAINS; ++i) s += c[i][0] + c[i][1] + c[i][2] + c[i][3];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+"""
+TYPES = {"float16": "f16", "bfloat16": "bf16"}
+CHAINS = (4, 8, 16)  # independent accumulators a warp keeps in flight
+WARPS_PER_SM = ((4, 1), (4, 2), (8, 1), (8, 2), (16, 1), (16, 2))  # (warps a block, blocks an SM)
+ITERS = 4096
+CUBLAS_SIZE = 4096
+REPEATS = 15
+MMA_FLOP = 2 * 16 * 8 * 16  # one m16n8k16
+
+
+def flop(chains: int, iters: int, warps: int, blocks: int) -> int:
+    """Multiply-adds times two of one launch: every warp issues chains x iters mma.sync."""
+    return MMA_FLOP * chains * iters * warps * blocks
+
+
+def defines(dtype: str, chains: int) -> tuple[str, ...]:
+    return (f"-DCHAINS={chains}", f'-DTYPE="{TYPES[dtype]}"')
+
+
+def _median_ms(run, *args) -> float:
+    """Median CUDA-event time of ``run(*args)`` over REPEATS runs after 3 warm-up runs."""
+    import cupy
+
+    for _ in range(3):
+        run(*args)
+    times = []
+    for _ in range(REPEATS):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        run(*args)
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+    return float(np.median(times))
+
+
+def cublas_tflops(dtype: str, n: int = CUBLAS_SIZE) -> float:
+    import cupy
+
+    from matviz.backends.cuda_build import blas_matmul
+    from matviz.core import elements
+
+    rng = cupy.random.default_rng(n)
+    A = elements.rounded(cupy, rng.uniform(-1, 1, (n, n), dtype=cupy.float32), dtype)
+    B = elements.rounded(cupy, rng.uniform(-1, 1, (n, n), dtype=cupy.float32), dtype)
+    return 2 * n**3 / _median_ms(blas_matmul(A, B, dtype)) / 1e9
+
+
+def measure(dtype: str) -> list[dict]:
+    """One row per chains x (warps a block, blocks an SM) that fits: TFLOP/s of mma.sync alone
+    and its share of cuBLAS's at 4096^3 on the same type."""
+    import cupy
+
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    seed = cupy.full(6, 0x3C003C00, cupy.uint32)  # 1.0 in both halves (fp16); finite in bf16
+    blas = cublas_tflops(dtype)
+    rows = []
+    for chains in CHAINS:
+        kernel = cupy.RawModule(code=MMA_SOURCE, options=("-arch=sm_90", *defines(dtype, chains)))
+        run = kernel.get_function("mv_mma_only")
+        for warps, per_sm in WARPS_PER_SM:
+            threads, grid = warps * 32, sms * per_sm
+            if run.num_regs * threads * per_sm > 65536:  # not resident at once
+                continue
+            out = cupy.empty(grid * threads, cupy.float32)
+            ms = _median_ms(run, (grid,), (threads,), (seed, out, np.int32(ITERS)))
+            tflops = flop(chains, ITERS, warps, grid) / ms / 1e9
+            rows.append(dict(dtype=dtype, chains=chains, warps_per_sm=warps * per_sm,
+                             registers=run.num_regs, tflops=round(tflops, 1),
+                             cublas_tflops=round(blas, 1),
+                             pct_cublas=round(100 * tflops / blas, 1)))  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dtypes", default="float16,bfloat16")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    import cupy
+
+    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    rows = []
+    for dtype in args.dtypes.split(","):
+        for row in measure(dtype):
+            rows.append(row)
+            print(f"{device} {dtype} chains {row['chains']:2d} warps/SM {row['warps_per_sm']:2d}: "
+                  f"{row['tflops']:7.1f} TFLOP/s, {row['pct_cublas']:5.1f}% of cuBLAS "
+                  f"({row['cublas_tflops']:.1f})", flush=True)  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(dict(device=device, rows=rows), indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
