@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -112,22 +113,40 @@ def measure(dtype: str) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dtypes", default="float16,bfloat16")
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    import cupy
+    from matviz.backends.cuda_status import cuda_status
+    from matviz.errors import MatvizError
+    from matviz.export.atomic import AtomicOutput, check_writable
 
-    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    rows = []
-    for dtype in args.dtypes.split(","):
-        for row in measure(dtype):
-            rows.append(row)
-            print(f"{device} {dtype} chains {row['chains']:2d} warps/SM {row['warps_per_sm']:2d}: "
-                  f"{row['tflops']:7.1f} TFLOP/s, {row['pct_cublas']:5.1f}% of cuBLAS "
-                  f"({row['cublas_tflops']:.1f})", flush=True)  # fmt: skip
-    if args.json:
-        args.json.write_text(json.dumps(dict(device=device, rows=rows), indent=1) + "\n")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dtypes", default="float16,bfloat16", help="float16,bfloat16 or one")
+    parser.add_argument("--json", type=Path, help="FILE.json: save the rows")
+    args = parser.parse_args(argv)
+    dtypes = args.dtypes.split(",")
+    try:
+        if not set(dtypes) <= set(TYPES):
+            raise MatvizError(f"--dtypes takes {', '.join(sorted(TYPES))}, not {args.dtypes!r}")
+        if args.json:
+            check_writable(args.json)  # before minutes on the GPU, not after
+        ok, device = cuda_status()
+        if not ok:
+            raise MatvizError(f"needs a CUDA GPU: {device}")
+        rows = []
+        for dtype in dtypes:
+            for row in measure(dtype):
+                rows.append(row)
+                print(f"{device} {dtype} chains {row['chains']:2d} warps/SM "
+                      f"{row['warps_per_sm']:2d}: {row['tflops']:7.1f} TFLOP/s, "
+                      f"{row['pct_cublas']:5.1f}% of cuBLAS ({row['cublas_tflops']:.1f})",
+                      flush=True)  # fmt: skip
+        if args.json:
+            with AtomicOutput(args.json) as tmp:
+                Path(tmp).write_text(json.dumps(dict(device=device, rows=rows), indent=1) + "\n")
+    except MatvizError as exc:
+        print(f"mma_ceiling: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mma_ceiling: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -38,3 +38,31 @@ def test_kernel_is_chains_hmma_per_iteration(tmp_path, dtype, chains):
     assert len(hmma) % chains == 0 and hmma and all(f"F32{kind} " in h for h in hmma)
     loop = sass[sass.index("HMMA") : sass.rindex("HMMA")]
     assert "LDG" not in loop and "LDS" not in loop and "STG" not in loop
+
+
+def _run(capsys, *argv):
+    code = mma_ceiling.main(list(argv))
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.mark.parametrize(
+    "argv,why",
+    [(["--dtypes", "float32"], "--dtypes takes bfloat16, float16, not 'float32'"),
+     (["--json", "/nonexistent-folder/out.json"], "does not exist"),
+     (["--json", "/tmp"], "it is a folder"),
+     (["--json", "bad\nname.json"], "control character")],
+    ids=["dtype", "missing-folder", "folder", "control-char"],
+)  # fmt: skip
+def test_bad_options_are_one_line_and_exit_2_before_any_gpu_work(capsys, argv, why):
+    code, err = _run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and why in err, err
+
+
+def test_without_a_gpu_it_says_why_in_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr("matviz.backends.cuda_status.cuda_status", lambda: (False, "no GPU here"))
+    out = tmp_path / "ceiling.json"
+    out.write_text("kept")
+    code, err = _run(capsys, "--json", str(out))
+    assert code == 2 and err == "mma_ceiling: error: needs a CUDA GPU: no GPU here\n"
+    assert out.read_text() == "kept"  # the file the user had is untouched
