@@ -40,8 +40,17 @@ def test_naive_instrumented_loop_is_scheduled_as_at_level_0(tile: int, level: in
     ids=str,
 )
 def test_shared_load_widths_are_what_the_model_assumes(kernel: str, params: dict) -> None:
-    config = get_kernel(kernel).configure(params, 64, 64, 64)
-    widths = sass.shared_load_widths(sass.sass(config, 0))
+    """The vector widths ptxas gives the shared loads are the model's; and where the bundled
+    table (resources/bench/sass_sm90_shared_ops.json, which the banks view quotes) has this
+    configuration, its counts are what ptxas emits now: a kernel changed without running
+    python -m matviz.bench.sass_table fails here."""
+    spec = get_kernel(kernel)
+    config = spec.configure(params, 64, 64, 64)
+    listing = sass.sass(config, 0)
+    bundled = sass_table.emitted(spec.stem, spec.labels(params))
+    if bundled is not None:
+        assert sass.shared_ops_per_step(listing, config.n_barriers) == bundled
+    widths = sass.shared_load_widths(listing)
     loads = [rs for rs in config.sites if rs.site.kind == "load"]
     expected = {rs.site.matrix_load for rs in loads if rs.site.matrix_load}
     widths_of = (vector_width(config, rs.name) for rs in loads if not rs.site.matrix_load)
