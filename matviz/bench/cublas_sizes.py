@@ -20,28 +20,38 @@ SIZES = (128, 256, 512, 1024, 2048, 4096, 8192)
 REPEATS = 30
 
 
-def measure(dtype: str, n: int) -> float:
+def median_ms(run, *args, repeats: int = REPEATS) -> float:
+    """Median CUDA-event time of ``run(*args)`` over ``repeats`` runs after 5 warm-up runs,
+    each timed after a spacer kernel so that host launch cost is not."""
     import cupy
 
-    from matviz.backends.cuda_build import SPACER_CYCLES, blas_matmul, spacer
+    from matviz.backends.cuda_build import SPACER_CYCLES, spacer
+
+    for _ in range(5):
+        run(*args)
+    times = []
+    for _ in range(repeats):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        spacer()((1,), (1,), (np.int64(SPACER_CYCLES),))
+        start.record()
+        run(*args)
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+    return float(np.median(times))
+
+
+def measure(dtype: str, n: int) -> float:
+    """cuBLAS GFLOP/s on n x n x n inputs of ``dtype``."""
+    import cupy
+
+    from matviz.backends.cuda_build import blas_matmul
     from matviz.core import elements
 
     rng = cupy.random.default_rng(n)
     A = elements.rounded(cupy, rng.uniform(-1, 1, (n, n), dtype=cupy.float32), dtype)
     B = elements.rounded(cupy, rng.uniform(-1, 1, (n, n), dtype=cupy.float32), dtype)
-    run = blas_matmul(A, B, dtype)
-    for _ in range(5):
-        run()
-    times = []
-    for _ in range(REPEATS):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        spacer()((1,), (1,), (np.int64(SPACER_CYCLES),))
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return round(2 * n**3 / float(np.median(times)) / 1e6, 1)
+    return round(2 * n**3 / median_ms(blas_matmul(A, B, dtype)) / 1e6, 1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,8 +5,9 @@
 Each warp issues CHAINS independent ``mma.sync.m16n8k16`` (fp16 or bf16 in, fp32 sums) per
 iteration on fragments held in registers: no memory traffic in the loop, so the figure is the
 most a kernel built on mma.sync (kernels 09 and 10) could reach, as a function of the warps per
-SM. cuBLAS (:func:`matviz.backends.cuda_build.blas_matmul`) runs at 4096^3 on inputs of the same
-type in the same process. Medians of CUDA-event timings after warm-up.
+SM. cuBLAS runs at 4096^3 on inputs of the same type in the same process
+(:func:`matviz.bench.cublas_sizes.measure`). Medians of CUDA-event timings after warm-up
+(:func:`matviz.bench.cublas_sizes.median_ms`).
 """
 
 from __future__ import annotations
@@ -57,53 +58,31 @@ def defines(dtype: str, chains: int) -> tuple[str, ...]:
     return (f"-DCHAINS={chains}", f'-DTYPE="{TYPES[dtype]}"')
 
 
-def _median_ms(run, *args) -> float:
-    """Median CUDA-event time of ``run(*args)`` over REPEATS runs after 3 warm-up runs."""
-    import cupy
-
-    for _ in range(3):
-        run(*args)
-    times = []
-    for _ in range(REPEATS):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        run(*args)
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return float(np.median(times))
-
-
-def cublas_tflops(dtype: str, n: int = CUBLAS_SIZE) -> float:
-    import cupy
-
-    from matviz.backends.cuda_build import blas_matmul
-    from matviz.core import elements
-
-    rng = cupy.random.default_rng(n)
-    A = elements.rounded(cupy, rng.uniform(-1, 1, (n, n), dtype=cupy.float32), dtype)
-    B = elements.rounded(cupy, rng.uniform(-1, 1, (n, n), dtype=cupy.float32), dtype)
-    return 2 * n**3 / _median_ms(blas_matmul(A, B, dtype)) / 1e9
-
-
 def measure(dtype: str) -> list[dict]:
     """One row per chains x (warps a block, blocks an SM) that fits: TFLOP/s of mma.sync alone
     and its share of cuBLAS's at 4096^3 on the same type."""
     import cupy
 
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    from matviz.backends.cuda_build import device_info
+    from matviz.bench.cublas_sizes import measure as cublas_gflops
+    from matviz.bench.cublas_sizes import median_ms
+    from matviz.core.occupancy import resource_limits
+
+    device = device_info()
+    sms = device["sm_count"]
     seed = cupy.full(6, 0x3C003C00, cupy.uint32)  # 1.0 in both halves (fp16); finite in bf16
-    blas = cublas_tflops(dtype)
+    blas = cublas_gflops(dtype, CUBLAS_SIZE) / 1e3
     rows = []
     for chains in CHAINS:
         kernel = cupy.RawModule(code=MMA_SOURCE, options=("-arch=sm_90", *defines(dtype, chains)))
         run = kernel.get_function("mv_mma_only")
         for warps, per_sm in WARPS_PER_SM:
             threads, grid = warps * 32, sms * per_sm
-            if run.num_regs * threads * per_sm > 65536:  # not resident at once
-                continue
+            if min(resource_limits(threads, 0, run.num_regs, device).values()) < per_sm:
+                continue  # the blocks would not all be resident at once
             out = cupy.empty(grid * threads, cupy.float32)
-            ms = _median_ms(run, (grid,), (threads,), (seed, out, np.int32(ITERS)))
+            launch = ((grid,), (threads,), (seed, out, np.int32(ITERS)))
+            ms = median_ms(run, *launch, repeats=REPEATS)
             tflops = flop(chains, ITERS, warps, grid) / ms / 1e9
             rows.append(dict(dtype=dtype, chains=chains, warps_per_sm=warps * per_sm,
                              registers=run.num_regs, tflops=round(tflops, 1),
