@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from matviz.core import tuned
+from matviz.core.ceilings import shared_ceiling
 from matviz.core.metrics import peak_gflops, whole_count
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.registry import get_kernel, kernels
@@ -36,6 +37,7 @@ COLUMNS = (
     ("pct_cublas", "% of cuBLAS"), ("pct_peak", "% of FP32 peak"), ("rel_error", "rel. error"),
     ("registers", "registers"), ("occupancy", "blocks/SM (limit)"),
     ("overhead_l1_pct", "level-1 overhead"), ("overhead_l2_pct", "level-2 overhead"),
+    ("smem_ceiling_pct", "shared-memory ceiling, % of peak (model)"),
 )  # fmt: skip
 
 
@@ -158,7 +160,24 @@ def run_ladder(
     return rows
 
 
+def shared_ceiling_pct(row: dict[str, Any]) -> float | None:
+    """What shared memory alone allows the row's kernel, in % of the peak for its inputs: a
+    property of the configuration (:mod:`matviz.core.ceilings`), not a measurement."""
+    size, params = row.get("size"), row.get("params")
+    if not isinstance(params, dict) or not isinstance(size, int) or not 0 < size < 1 << 20:
+        return None  # a row saved without its parameters
+    try:
+        config = get_kernel(str(row["kernel"])).configure(params, size, size, size)
+    except MatvizError:  # a kernel or configuration this matviz does not have
+        return None
+    ceiling = shared_ceiling(config, None)
+    return None if ceiling is None else ceiling.pct_of_peak
+
+
 def _cell(row: dict[str, Any], key: str) -> str:
+    if key == "smem_ceiling_pct":
+        pct = shared_ceiling_pct(row)
+        return "n/a" if pct is None else f"{pct:.0f}"
     if key == "occupancy":
         return f"{row.get('blocks_per_sm', '?')} ({row.get('limiter', '?')})"
     value = row.get(key)

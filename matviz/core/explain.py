@@ -17,6 +17,7 @@ import numpy as np
 
 from matviz.core import banks, metrics
 from matviz.core import explain_texts as txt
+from matviz.core.ceilings import shared_ceiling
 from matviz.core.config import KernelConfig, PhaseMarks
 from matviz.core.explain_texts import TEMPLATES  # noqa: F401  (the app and tests use it here)
 from matviz.core.timeline import BlockState, Timeline
@@ -597,6 +598,16 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
         reuse = shared_reuse(config)
         if reuse is not None:
             facts.append(tr(txt.FACT_REUSE).format(**reuse))
+        ceiling = shared_ceiling(config, m["device"])
+        if ceiling is not None:
+            above = ceiling.gflops > ceiling.peak_gflops
+            text = txt.FACT_SHARED_CEILING_ABOVE if above else txt.FACT_SHARED_CEILING
+            facts.append(tr(text).format(
+                wavefronts=f"{ceiling.wavefronts:,}", flop=f"{ceiling.flop:,}",
+                per=f"{ceiling.flop_per_wavefront:.0f}", ceiling=f"{ceiling.gflops:,.0f}",
+                sms=ceiling.sm_count, clock=f"{ceiling.clock_mhz:.0f}",
+                pct=f"{ceiling.pct_of_peak:.0f}", peak=f"{ceiling.peak_gflops:,.0f}",
+            ))  # fmt: skip
     else:
         facts.append(tr(txt.FACT_NO_SMEM).format(kernel=trace.kernel))
     issued, formula = fmt_bytes(config.issued_bytes), fmt_bytes(config.formula_bytes)

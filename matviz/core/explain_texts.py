@@ -246,6 +246,18 @@ FACT_REUSE = (
     "{block_reads} values for the whole block)."
 )
 FACT_REGISTERS = "The uninstrumented kernel uses {registers} registers per thread (ptxas)."
+FACT_SHARED_CEILING = (
+    "Shared memory serves one 128-byte wavefront a clock on each SM. A block's k-step costs "
+    "{wavefronts} wavefronts of shared loads and stores for {flop} FLOP ({per} FLOP a "
+    "wavefront), so shared memory alone caps this kernel at {ceiling} GFLOP/s on {sms} SMs at "
+    "{clock} MHz: {pct}% of the {peak} GFLOP/s peak."
+)
+FACT_SHARED_CEILING_ABOVE = (
+    "Shared memory serves one 128-byte wavefront a clock on each SM. A block's k-step costs "
+    "{wavefronts} wavefronts of shared loads and stores for {flop} FLOP ({per} FLOP a "
+    "wavefront), so shared memory would allow {ceiling} GFLOP/s on {sms} SMs at {clock} MHz, "
+    "{pct}% of the {peak} GFLOP/s peak: the multiply-adds bind first."
+)
 FACT_SMEM_PAD = (
     "Each block keeps {arrays} in {smem} of shared memory, of which {padding} is padding."
 )

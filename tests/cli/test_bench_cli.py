@@ -52,12 +52,27 @@ def test_saved_rows_become_table_markdown_readme_and_plot(tmp_path, saved, capsy
     table = md.read_text()
     assert table.count("\n| ") == 3  # the rule under the header, then one line per kernel
     assert "| tiled | T32 P0 | 8,900 | 17.8 | 13.3 |" in table
+    # the model's shared-memory ceiling, not measured: none for the naive kernel, 16% for 02
+    assert table.splitlines()[2].endswith("| n/a |")
+    assert table.splitlines()[3].endswith("| +1.40% | 16 |")
     assert "cuBLAS 49,500-50,100 GFLOP/s in the same process" in table
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("after\n") and "old" not in text
     assert table in text
     with Image.open(png) as image:
         assert image.size == (1200, 620)
+
+
+@pytest.mark.parametrize("change", [
+    {"params": None}, {"params": {"tile": 33}}, {"kernel": "kernel_99"}, {"params": {"tile": "32"}},
+])  # fmt: skip
+def test_a_row_the_model_cannot_configure_has_no_ceiling(tmp_path, capsys, change):
+    path = tmp_path / "ladder.json"
+    path.write_text(json.dumps([ROWS[0], ROWS[1] | change]))
+    md = tmp_path / "t.md"
+    code, _, err = run(capsys, "bench", "--from", str(path), "--markdown", str(md))
+    assert code == 0, err
+    assert md.read_text().splitlines()[3].endswith("| +1.40% | n/a |")
 
 
 def test_a_thinned_level_2_says_how_many_blocks_stamped(tmp_path, capsys):

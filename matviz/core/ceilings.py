@@ -1,0 +1,54 @@
+"""What the shared-memory pipe alone lets a kernel reach (lesson 8 §13, §18).
+
+An SM's shared memory serves one wavefront a clock: 32 banks of 4 bytes, 128 bytes. A k-step of
+one block costs the wavefronts of its shared loads and stores (bank conflicts and broadcasts
+included: :func:`matviz.core.instructions.block_costs`, checked against ncu) and does
+2 x its multiply-adds of FLOP, so no schedule runs it faster than FLOP per wavefront x SMs x
+clock. Register tiling raises FLOP per wavefront; a conflict lowers it. Kernels whose shared
+traffic bypasses the load-store unit (TMA copies read by wgmma) have no such ceiling here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from matviz.core import instructions
+from matviz.core.config import KernelConfig
+from matviz.core.metrics import peak_gflops
+
+WAVEFRONTS_PER_CLK = 1  # per SM: 32 banks x 4 bytes a clock
+
+
+@dataclass(frozen=True)
+class SharedCeiling:
+    wavefronts: int  # shared loads and stores of one block's k-step
+    flop: int  # of the same k-step
+    gflops: float  # the ceiling on the whole GPU
+    peak_gflops: float  # the math peak for the kernel's inputs (FP32 FMA or Tensor Core)
+    sm_count: int
+    clock_mhz: float
+
+    @property
+    def flop_per_wavefront(self) -> float:
+        return self.flop / self.wavefronts
+
+    @property
+    def pct_of_peak(self) -> float:
+        return 100.0 * self.gflops / self.peak_gflops
+
+
+def shared_ceiling(config: KernelConfig, device: dict[str, Any] | None) -> SharedCeiling | None:
+    """The ceiling of ``config`` on ``device`` (the H200's figures where it lacks some), from its
+    first k-step, which every shape has whole along M and N; None without shared traffic."""
+    if not config.n_steps:
+        return None
+    costs = instructions.block_costs(config, t=0)
+    wavefronts = int(costs["ld_wavefronts"] + costs["st_wavefronts"])
+    if not wavefronts:
+        return None
+    peak, figures = peak_gflops(device, config.input_dtype)
+    flop = 2 * config.fmas_per_step
+    sms, clock = int(figures["sm_count"]), float(figures["clock_mhz"])
+    gflops = flop / wavefronts * WAVEFRONTS_PER_CLK * sms * clock / 1000.0
+    return SharedCeiling(wavefronts, flop, gflops, peak, sms, clock)

@@ -1,0 +1,81 @@
+"""The shared-memory ceiling: what the lesson's reuse argument (§13, §18) means in FLOP/s."""
+
+from __future__ import annotations
+
+import pytest
+
+from matviz.core import instructions
+from matviz.core.ceilings import shared_ceiling
+from matviz.core.explain import trace_facts
+from matviz.core.metrics import H200_PEAK_FIGURES
+from matviz.core.registry import get_kernel
+from matviz.core.trace_io import load_trace
+from matviz.paths import TRACE_DIR
+
+H200 = dict(H200_PEAK_FIGURES, compute_capability="9.0")
+
+
+def ceiling(kernel: str, size: int = 1024, device=H200, **params):
+    spec = get_kernel(kernel)
+    return shared_ceiling(spec.configure(spec.default_params() | params, size, size, size), device)
+
+
+def test_register_tiling_raises_the_ceiling_step_by_step():
+    # §18: each value read from shared memory feeds more multiply-adds at every rung
+    tiled = ceiling("tiled", tile=32, pad=0)
+    one_d = ceiling("register_tiling_1d", BM=64, BN=64, BK=8, TM=8)
+    two_d = ceiling("register_tiling_2d", BM=64, BN=64, BK=16, TM=8, TN=4)
+    assert tiled.gflops < one_d.gflops < two_d.gflops
+    assert tiled.flop_per_wavefront < one_d.flop_per_wavefront < two_d.flop_per_wavefront
+
+
+def test_a_bank_conflict_lowers_the_ceiling_and_padding_lifts_it():
+    conflicted = ceiling("tiled_transposed", tile=32, pad=0)
+    padded = ceiling("tiled_transposed", tile=32, pad=1)
+    assert conflicted.wavefronts > padded.wavefronts
+    assert conflicted.gflops < padded.gflops
+    assert conflicted.flop == padded.flop  # the same work, only the banks differ
+
+
+def test_ceiling_is_the_k_steps_flop_over_its_wavefronts_on_every_sm():
+    spec = get_kernel("register_tiling_2d")
+    config = spec.configure(spec.default_params(), 512, 512, 512)
+    costs = instructions.block_costs(config, t=0)
+    wavefronts = costs["ld_wavefronts"] + costs["st_wavefronts"]
+    got = shared_ceiling(config, H200)
+    assert got.wavefronts == wavefronts
+    assert got.flop == 2 * config.fmas_per_step
+    per_clock = got.flop / wavefronts  # one wavefront a clock per SM
+    assert got.gflops == pytest.approx(per_clock * 132 * 1980 / 1000)
+    half = shared_ceiling(config, dict(H200, sm_count=66, clock_mhz=990))
+    assert half.gflops == pytest.approx(got.gflops / 4)
+    assert half.pct_of_peak == pytest.approx(got.pct_of_peak)  # the peak scales alike
+
+
+def test_tensor_core_ceiling_is_against_the_tensor_peak():
+    mma = ceiling("mma_pipeline")
+    fp32 = ceiling("register_tiling_2d")
+    assert mma.peak_gflops > 10 * fp32.peak_gflops
+    assert mma.pct_of_peak == pytest.approx(100 * mma.gflops / mma.peak_gflops)
+
+
+@pytest.mark.parametrize("kernel", ["naive", "wgmma_tma"])
+def test_no_ceiling_without_shared_traffic_through_the_load_store_unit(kernel):
+    assert ceiling(kernel) is None
+
+
+@pytest.mark.parametrize(
+    "name, above",
+    [
+        ("tiled_t32_p0_1024.mvz", False),
+        ("warp_tiling_bm128_bn128_bk16_wm64_wn64_wni4_p4_1024.mvz", True),
+    ],
+)
+def test_info_box_states_the_ceiling_and_which_bound_binds(name, above):
+    trace = load_trace(TRACE_DIR / name)
+    got = shared_ceiling(trace.config, trace.manifest["device"])
+    text = [f for f in trace_facts(trace) if "wavefront a clock" in f]
+    assert len(text) == 1
+    assert f"{got.gflops:,.0f} GFLOP/s" in text[0]
+    assert ("bind first" in text[0]) is above
+    assert (got.gflops > got.peak_gflops) is above
