@@ -16,12 +16,16 @@ from matviz.app.export_render import ensure_app
 from matviz.app.sweep_plot import BAR, SIZE, chart, hline, save_widget
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
-from matviz.bench.ladder import by_dtype, row_dtype
+from matviz.bench.ladder import by_dtype, row_dtype, shared_ceiling_pct
 from matviz.errors import MatvizError
 
 TICK_CHARS = 17  # characters per line of a tick's configuration
 SHORT_TYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MIN_SLOTS = 4  # a chart of one or two rungs keeps its bars narrow
+CEILING_COLOR = (217, 115, 13)
+TOP = 1.1  # the y range, times the peak
+BAR_WIDTH = 0.6
+LEGEND = " · <span style='color:#d9730d'>▬ what shared memory alone allows (model)</span>"
 
 
 def build_widget(rows: list[dict[str, Any]]) -> QWidget:
@@ -34,19 +38,27 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
         f"<b>recorded on "
         f"{first.get('device', 'the GPU')}</b> · each kernel at its fastest measured "
         "configuration, cuBLAS in the same run"
+        + (LEGEND if any(shared_ceiling_pct(r) is not None for r in rows) else "")
     )
     gflops = np.array([float(r["gflops"]) for r in rows])
     x = np.arange(len(rows))
-    plot.addItem(pg.BarGraphItem(x=x, height=gflops, width=0.6, brush=BAR, pen=palette.FOREGROUND))
+    bars = pg.BarGraphItem(x=x, height=gflops, width=BAR_WIDTH, brush=BAR, pen=palette.FOREGROUND)
+    plot.addItem(bars)
     cublas = float(np.median([r["cublas_gflops"] for r in rows]))
     peak = float(first["peak_gflops"])
     blas = "cuBLAS SGEMM" if fp32 else f"cuBLAS on {dtype}"
-    hline(plot, cublas, CUBLAS_COLOR, f"{blas}: {cublas:,.0f} GFLOP/s (median of its runs)")
-    hline(plot, peak, PEAK_COLOR, f"{'FP32' if fp32 else 'Tensor Core'} peak: {peak:,.0f} GFLOP/s")
+    tops = _ceilings(plot, rows, peak, gflops)
+    # the lines' labels go to the end whose rung labels stand lower (a short chart's right end
+    # is empty), clear of the fast rungs' labels
+    left = len(rows) >= MIN_SLOTS and tops[0] < tops[-1]
+    hline(plot, cublas, CUBLAS_COLOR, f"{blas}: {cublas:,.0f} GFLOP/s (median of its runs)",
+          left=left)  # fmt: skip
+    peak_text = f"{'FP32' if fp32 else 'Tensor Core'} peak: {peak:,.0f} GFLOP/s"
+    hline(plot, peak, PEAK_COLOR, peak_text, left=left)
     for i, row in enumerate(rows):
         item = pg.TextItem(f"{row['gflops']:,.0f}\n{row['pct_cublas']:.0f}% of cuBLAS",
-                           color=palette.FOREGROUND, anchor=(0.5, 1.05))  # fmt: skip
-        item.setPos(i, gflops[i])
+                           color=palette.FOREGROUND, anchor=(0.5, 1.15))  # fmt: skip
+        item.setPos(i, tops[i])  # above the bar, and above its ceiling's dash
         plot.addItem(item)
     # a long configuration wraps, so that eight or more rungs keep their labels apart
     ticks = [(i, "\n".join([f"{r.get('number', 0):02d} {r['kernel']}",
@@ -57,8 +69,33 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     plot.getAxis("bottom").setHeight(18 * lines + 12)
     plot.setLabel("left", "GFLOP/s")
     plot.setXRange(-0.6, max(len(rows), MIN_SLOTS) - 0.4, padding=0)
-    plot.setYRange(0, 1.1 * max(peak, float(gflops.max())), padding=0)
+    plot.setYRange(0, TOP * max(peak, float(gflops.max())), padding=0)
     return widget
+
+
+def _ceilings(plot: pg.PlotItem, rows: list[dict[str, Any]], peak: float, gflops) -> np.ndarray:
+    """A dash the bar's width at each rung's shared-memory ceiling; a ceiling above the peak is
+    a tag at the top of its bar (the multiply-adds bind first). Returns where each bar's label
+    goes: over its bar and its dash."""
+    tops = np.array(gflops, dtype=float)
+    xs, ys = [], []
+    for i, row in enumerate(rows):
+        pct = shared_ceiling_pct(row)
+        if pct is None:
+            continue
+        value = pct / 100.0 * peak
+        if value <= peak:
+            xs += [i - BAR_WIDTH / 2, i + BAR_WIDTH / 2]
+            ys += [value, value]
+            tops[i] = max(tops[i], value)
+            continue
+        tag = pg.TextItem(f"↑ {value:,.0f}", color="w", fill=CEILING_COLOR, anchor=(0.5, -0.1))
+        tag.setPos(i, gflops[i])
+        plot.addItem(tag)
+    if xs:
+        pen = pg.mkPen(CEILING_COLOR, width=4)
+        plot.addItem(pg.PlotDataItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
+    return tops
 
 
 def render_plot(rows: list[dict[str, Any]], path: str | os.PathLike[str], size=SIZE) -> Path:

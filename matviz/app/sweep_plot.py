@@ -43,14 +43,17 @@ def _title(rows: list[SweepRow]) -> str:
     )
 
 
-def hline(plot: pg.PlotItem, value: float, colour, text: str) -> None:
+def hline(plot: pg.PlotItem, value: float, colour, text: str, left: bool = False) -> None:
+    """A dashed line across the plot, its label over it at the right end (or the left)."""
+    end = 0 if left else 1
     line = pg.InfiniteLine(
         pos=value,
         angle=0,
         pen=pg.mkPen(colour, width=1.5, style=Qt.DashLine),
         label=text,
-        labelOpts={"position": 0.99, "color": colour, "anchors": [(1, 1), (1, 1)]},
-    )
+        labelOpts={"position": 0.01 if left else 0.99, "color": colour,
+                   "anchors": [(end, 1), (end, 1)]},
+    )  # fmt: skip
     plot.addItem(line, ignoreBounds=True)
 
 

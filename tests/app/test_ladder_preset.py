@@ -33,6 +33,12 @@ def test_the_ladder_preset_shows_the_measured_rungs_as_steps(qtbot, tmp_path):
     assert list(y) == [row["gflops"] for row in rows] and len(x) == len(rows) + 1
     assert "ladder" in view.runs_plot.titleLabel.text
     assert view.cublas_line.value() == pytest.approx(median(r["cublas_gflops"] for r in rows))
+    # a rung's hover gives what shared memory alone allows it (none for the naive kernel)
+    from matviz.bench.ladder import shared_ceiling_pct
+
+    for i, row in enumerate(rows):
+        said = "shared memory alone allows" in view.describe_run(i)
+        assert said == (shared_ceiling_pct(row) is not None), row["kernel"]
     window.ladder_action.setChecked(False)
     assert window.session.plotted_runs == runs
     steps_x = view.steps.getData()[0]

@@ -282,6 +282,12 @@ class ThroughputView(Retranslating, QWidget):
             text += " · " + tr("{pct:.1f}% of cuBLAS at this size ({v:,.0f} GFLOP/s)").format(
                 pct=100 * run.gflops / run.cublas_gflops, v=run.cublas_gflops
             )
+        trace = self.session.trace
+        ceiling = run.shared_ceiling(trace.manifest.get("device") if trace else None)
+        if ceiling is not None:
+            text += "\n" + tr("shared memory alone allows {v:,.0f} GFLOP/s (model)").format(
+                v=ceiling.gflops
+            )
         return text
 
     def _on_move(self, scene_pos) -> None:
