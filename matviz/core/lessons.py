@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from matviz.core import metrics
+from matviz.core.ceilings import shared_ceiling
 from matviz.core.explain import dram_floor_bytes, inputs_bytes, measured_bytes, shared_reuse
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
@@ -140,8 +141,9 @@ def _work_facts(trace: Trace) -> dict[str, Any]:
 
 def _hierarchy_facts(trace: Trace) -> dict[str, Any]:
     """Each level of the data path (§31) where the trace knows it: what ncu measured at DRAM,
-    L2 and the load instructions, and the multiply-adds each value read from shared memory
-    feeds. A fact the trace lacks is left out, so a step quoting it fails its test."""
+    L2 and the load instructions, the multiply-adds each value read from shared memory feeds,
+    and what shared memory alone allows (:mod:`matviz.core.ceilings`). A fact the trace lacks
+    is left out, so a step quoting it fails its test."""
     out: dict[str, Any] = {}
     measured = measured_bytes(trace.manifest)
     if measured is not None:
@@ -151,6 +153,12 @@ def _hierarchy_facts(trace: Trace) -> dict[str, Any]:
     reuse = shared_reuse(trace.config)
     if reuse is not None:
         out["fmas_per_shared_read"] = float(reuse["ratio"])
+    ceiling = shared_ceiling(trace.config, trace.manifest.get("device"))
+    if ceiling is not None:
+        gflops = float(trace.manifest.get("stats", {}).get("gflops", 0.0) or 0.0)
+        out["smem_ceiling_gflops"] = ceiling.gflops
+        out["smem_ceiling_pct_peak"] = ceiling.pct_of_peak
+        out["pct_of_smem_ceiling"] = 100.0 * gflops / ceiling.gflops
     return out
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from matviz.core import lessons
+from matviz.core.ceilings import shared_ceiling
 from matviz.core.registry import get_kernel
 from matviz.core.trace_io import load_trace
 from matviz.errors import MatvizError
@@ -94,6 +95,11 @@ def test_the_data_path_facts_are_the_traces_own_numbers():
     p = config.p
     fmas, reads = p.TM * p.TN * p.WNITER, p.TM + p.TN * p.WNITER
     assert facts["fmas_per_shared_read"] == round(fmas / reads, 2)
+    ceiling = shared_ceiling(config, trace.manifest["device"])
+    assert facts["smem_ceiling_gflops"] == ceiling.gflops
+    assert facts["pct_of_smem_ceiling"] == pytest.approx(
+        100 * trace.manifest["stats"]["gflops"] / ceiling.gflops
+    )
 
 
 def test_a_trace_without_measured_bytes_has_no_data_path_facts():
