@@ -6,7 +6,16 @@ trace's own numbers. The steps are data: ``resources/lessons/*.json`` (:mod:`mat
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
 from matviz.app.i18n import Retranslating, current_language, tr
 from matviz.app.session import Session
@@ -38,7 +47,12 @@ class LessonsPanel(Retranslating, QWidget):
         layout.addWidget(self.heading)
         layout.addWidget(self.steps, 2)
         layout.addLayout(buttons)
-        layout.addWidget(self.text, 3)
+        # a long step in a short dock (1280x720) scrolls rather than losing its last lines
+        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        scroll.setWidget(self.text)
+        self.text_scroll = scroll
+        layout.addWidget(scroll, 3)
         self.retranslate()
 
     def go(self, index: int) -> None:

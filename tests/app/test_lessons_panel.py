@@ -72,3 +72,22 @@ def test_next_and_previous_and_chinese(qtbot, window):
     assert window.lessons.next_button.text() == "下一步 →"
     window.lessons.previous_button.click()
     assert window.lessons.index == 0 and window.lessons_dock.windowTitle() == "课程"
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_a_long_step_scrolls_to_its_last_line_at_1280x720(qtbot, window, language):
+    window.resize(1280, 720)
+    i18n.set_language(language)
+    steps = window.lessons.lesson.steps
+    longest = max(range(len(steps)), key=lambda i: len(steps[i].text.get(language)))
+    window.lessons_dock.raise_()
+    window.show_lesson_step(longest)
+    scroll = window.lessons.text_scroll
+    bar = scroll.verticalScrollBar()
+    # the step is longer than the short dock shows: it scrolls, and its end can be reached
+    qtbot.waitUntil(lambda: window.lessons.text.height() > scroll.viewport().height() > 0)
+    qtbot.waitUntil(lambda: bar.maximum() > 0)
+    bar.setValue(bar.maximum())
+    shown = scroll.viewport().rect().translated(0, bar.value())
+    assert shown.bottom() >= window.lessons.text.height() - 1
+    assert window.lessons.text.width() <= scroll.viewport().width()  # no sideways scrolling
