@@ -166,8 +166,13 @@ def shared_ceiling_pct(row: dict[str, Any]) -> float | None:
     size, params = row.get("size"), row.get("params")
     if not isinstance(params, dict) or not isinstance(size, int) or not 0 < size < 1 << 20:
         return None  # a row saved without its parameters
+    return _ceiling_pct(str(row["kernel"]), json.dumps(params, sort_keys=True), size)
+
+
+@functools.lru_cache(maxsize=256)  # the table, the terminal and the chart ask for each row
+def _ceiling_pct(kernel: str, params: str, size: int) -> float | None:
     try:
-        config = get_kernel(str(row["kernel"])).configure(params, size, size, size)
+        config = get_kernel(kernel).configure(json.loads(params), size, size, size)
     except MatvizError:  # a kernel or configuration this matviz does not have
         return None
     ceiling = shared_ceiling(config, None)
