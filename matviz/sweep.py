@@ -24,6 +24,7 @@ from matviz import jobs
 from matviz.backends import contract
 from matviz.backends.contract import RunRequest
 from matviz.core import metrics, registry
+from matviz.core.ceilings import shared_ceiling
 from matviz.core.kernel import Kernel
 from matviz.core.trace import Trace
 from matviz.core.trace_io import load_trace
@@ -31,6 +32,7 @@ from matviz.errors import MatvizError
 from matviz.export.atomic import AtomicOutput
 
 OK, UNSUPPORTED, INVALID, FAILED = "ok", "unsupported", "invalid", "failed"
+PRUNED = "pruned"  # --tune: not run, its shared-memory ceiling is below the best so far
 TIMEOUT_S = 900.0  # one configuration: compile + verify + 20 timed runs take far less
 HEAD_COLUMNS = ("kernel", "config")
 TAIL_COLUMNS = (
@@ -50,7 +52,7 @@ class SweepRow:
     level: int
     # the kernel's parameters: defaults with the asked values over them (checked once OK)
     params: dict[str, Any] = field(default_factory=dict)
-    status: str = ""  # '' until run, then OK / UNSUPPORTED / INVALID / FAILED
+    status: str = ""  # '' until run, then OK / UNSUPPORTED / INVALID / FAILED (or PRUNED)
     reason: str = ""
     gflops: float | None = None
     cublas_gflops: float | None = None
@@ -61,6 +63,7 @@ class SweepRow:
     blocks_per_sm: int | None = None
     limiter: str | None = None
     waves: int | None = None
+    device: dict[str, Any] | None = None  # the manifest's, of the GPU (or model) that ran it
 
     @property
     def label(self) -> str:
@@ -198,6 +201,7 @@ def _fill(row: SweepRow, trace: Trace) -> None:
     row.blocks_per_sm = occ.get("blocks_per_sm")
     row.limiter = occ.get("limiter")
     row.waves = metrics.waves(trace)
+    row.device = trace.manifest.get("device")
 
 
 def run_row(
@@ -257,8 +261,10 @@ def tune(
     Each parameter in turn tries its allowed values (never a deliberately broken one) with the
     others at the best so far; a value the others forbid is tried with each single change of
     another parameter that allows it. Rounds repeat until a round improves nothing. It runs a few
-    configurations per parameter instead of their product. Returns the best row (None when
-    nothing ran) and every row it ran, in order.
+    configurations per parameter instead of their product, and none whose shared-memory
+    ceiling (:mod:`matviz.core.ceilings`, on the GPU the best row ran on) is below the best so
+    far: it cannot beat it. Returns the best row (None when nothing ran) and every row it
+    tried, in order.
     """
     spec = registry.get_kernel(kernel)
     rows: dict[tuple[tuple[str, Any], ...], SweepRow] = {}
@@ -269,7 +275,13 @@ def tune(
             row = plan(spec.name, {n: [v] for n, v in params.items()}, M, N, K, backend, level)[0]
             if progress:
                 progress(len(rows) + 1, 0, row, False)
-            run_row(row, **run_kw)
+            ceiling = _ceiling(spec, row, top)
+            if ceiling is not None and top is not None and ceiling < (top.gflops or 0.0):
+                row.status = PRUNED
+                row.reason = (f"shared memory alone allows {ceiling:,.0f} GFLOP/s, below the "
+                              f"best so far ({top.gflops:,.0f})")  # fmt: skip
+            else:
+                run_row(row, **run_kw)
             rows[key] = row
             if progress:
                 progress(len(rows), 0, row, True)
@@ -280,9 +292,10 @@ def tune(
             return False
         return than is None or than.gflops is None or row.gflops > than.gflops
 
+    top: SweepRow | None = None
     current = spec.default_params()
     start = evaluate(current)
-    top: SweepRow | None = start if start.status == OK else None
+    top = start if start.status == OK else None
     for _ in range(max_rounds):
         improved = False
         for param in spec.params:
@@ -296,6 +309,18 @@ def tune(
         if not improved:
             break
     return top, list(rows.values())
+
+
+def _ceiling(spec: Kernel, row: SweepRow, best: SweepRow | None) -> float | None:
+    """What shared memory alone allows ``row``'s configuration on the GPU ``best`` ran on."""
+    if best is None or best.device is None or not row.runnable:
+        return None
+    try:
+        config = spec.configure(row.params, row.M, row.N, row.K)
+    except MatvizError:
+        return None
+    ceiling = shared_ceiling(config, best.device)
+    return None if ceiling is None else ceiling.gflops
 
 
 def _moves(spec: Kernel, moved: dict[str, Any], changed: str) -> list[dict[str, Any]]:

@@ -105,7 +105,9 @@ def _tune(args) -> int:
     print("\n".join(sweep.table_lines(rows)))
     space = len(kernel.configurations())
     ran = sum(r.status == sweep.OK for r in rows)
-    print(f"ran        {ran} of the {space} configurations ({backend}; {len(rows)} tried)")
+    pruned = sum(r.status == sweep.PRUNED for r in rows)
+    skipped = f", {pruned} not run: shared memory alone caps them below the best" if pruned else ""
+    print(f"ran        {ran} of the {space} configurations ({backend}; {len(rows)} tried{skipped})")
     if args.output is not None:
         sweep.write_csv(rows, args.output)
         print(f"saved      {args.output}")

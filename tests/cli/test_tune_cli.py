@@ -149,3 +149,43 @@ def test_a_value_the_others_forbid_is_tried_with_the_change_that_allows_it(monke
     assert top.params["pad"] == 4 and top.params["swizzle"] == 0 and top.params["split"] == 1
     assert all(r.status == sweep.OK for r in rows)  # only allowed configurations ran
     assert len(rows) < len(get_kernel("async_pipeline").configurations())
+
+
+def test_a_configuration_shared_memory_caps_below_the_best_is_not_run(monkeypatch):
+    """Kernel 10 without the swizzle: its ldmatrix phases meet in the same banks, and shared
+    memory alone caps it below what the swizzled default ran at, so the search skips it."""
+    from matviz import sweep
+    from matviz.core.ceilings import shared_ceiling
+    from matviz.core.metrics import H200_PEAK_FIGURES
+
+    device = dict(H200_PEAK_FIGURES, compute_capability="9.0")
+    spec = get_kernel("mma_pipeline")
+    ran = []
+
+    def fake_run(row, **_):
+        ran.append(dict(row.params))
+        row.status, row.device = sweep.OK, device
+        ceiling = shared_ceiling(spec.configure(row.params, *SHAPE), device).gflops
+        row.gflops = 0.5 * ceiling + row.params["STAGES"]  # every run below its ceiling
+
+    SHAPE = (4096, 4096, 4096)
+    monkeypatch.setattr(sweep, "run_row", fake_run)
+    top, rows = sweep.tune("mma_pipeline", *SHAPE, "cuda", 0)
+    pruned = [r for r in rows if r.status == sweep.PRUNED]
+    assert pruned and all(r.params["SWIZZLE"] == 0 for r in pruned)
+    assert all(p["SWIZZLE"] == 1 for p in ran)  # none of them ran
+    for r in pruned:  # it could not have won: its ceiling is below the best
+        assert shared_ceiling(spec.configure(r.params, *SHAPE), device).gflops < top.gflops
+        assert "shared memory alone allows" in r.reason
+    assert top.params["SWIZZLE"] == 1
+
+
+def test_no_pruning_without_the_gpu_the_best_ran_on(monkeypatch):
+    from matviz import sweep
+
+    def fake_run(row, **_):  # a run that did not say which GPU it ran on
+        row.status, row.gflops = sweep.OK, 1e9 + row.params["STAGES"]
+
+    monkeypatch.setattr(sweep, "run_row", fake_run)
+    _, rows = sweep.tune("mma_pipeline", 4096, 4096, 4096, "cuda", 0)
+    assert all(r.status == sweep.OK for r in rows)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from matviz.core import instructions
+from matviz.backends.contract import RunRequest, run
+from matviz.core import instructions, registry
 from matviz.core.ceilings import shared_ceiling
 from matviz.core.explain import trace_facts
 from matviz.core.metrics import H200_PEAK_FIGURES
 from matviz.core.registry import get_kernel
 from matviz.core.trace_io import load_trace
-from matviz.paths import TRACE_DIR
+from matviz.paths import RESOURCE_DIR, TRACE_DIR
 
 H200 = dict(H200_PEAK_FIGURES, compute_capability="9.0")
 
@@ -79,3 +82,36 @@ def test_info_box_states_the_ceiling_and_which_bound_binds(name, above):
     assert f"{got.gflops:,.0f} GFLOP/s" in text[0]
     assert ("bind first" in text[0]) is above
     assert (got.gflops > got.peak_gflops) is above
+
+
+MEASURED = ("h200_kernels_4096.json", "h100_kernels_4096.json", "h200_ladder_4096.json",
+            "h100_ladder_4096.json")  # fmt: skip
+
+
+def test_no_measured_configuration_ran_above_its_ceiling():
+    """The ceiling is an upper bound on real hardware: every configuration the bundled
+    benchmarks timed (H200 and H100, both 132 SMs at up to 1980 MHz) ran below it, and the
+    32-way conflicted store of kernel 03 T32 P0 came closest."""
+    ratios = []
+    for name in MEASURED:
+        for row in json.loads((RESOURCE_DIR / "bench" / name).read_text()):
+            spec = get_kernel(row["kernel"])
+            size = row["size"]
+            got = shared_ceiling(spec.configure(row["params"], size, size, size), H200)
+            if got is not None:
+                label = spec.labels(row["params"])
+                ratios.append((row["gflops"] / got.gflops, row["kernel"], label))
+    assert len(ratios) > 150
+    highest = max(ratios)
+    assert highest[0] < 1.0, highest
+    assert highest[1:] == ("tiled_transposed", "T32 P0")
+
+
+def test_the_simulator_never_runs_a_configuration_above_its_ceiling():
+    for name in registry.kernels():
+        spec = get_kernel(name)
+        for params in spec.configurations():
+            trace = run(RunRequest(name, 512, 512, 512, params=params, level=0))
+            got = shared_ceiling(trace.config, trace.manifest["device"])
+            if got is not None:
+                assert trace.manifest["stats"]["gflops"] < got.gflops, (name, params)
