@@ -22,7 +22,7 @@ from matviz.errors import MatvizError
 TICK_CHARS = 17  # characters per line of a tick's configuration
 SHORT_TYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MIN_SLOTS = 4  # a chart of one or two rungs keeps its bars narrow
-CEILING_COLOR = (217, 115, 13)
+CEILING_COLOR = palette.SHARED_CEILING
 TOP = 1.1  # the y range, times the peak
 BAR_WIDTH = 0.6
 LEGEND = " · <span style='color:#d9730d'>▬ what shared memory alone allows (model)</span>"

@@ -1178,3 +1178,33 @@ def test_cell_labels_size_their_font_without_making_the_texts(kernel):
                 shown = cells.over(ring[name]) if name in ring else cells
                 longest = max((len(x) for row in shown.texts() for x in row), default=0)
                 assert shown.longest_text() == longest, (block, t, name)
+
+
+@pytest.mark.parametrize(
+    "name, shown",
+    [
+        ("tiled_t32_p0_1024.mvz", True),
+        ("tiled_transposed_t32_p0_1024.mvz", True),
+        ("naive_t16_1024.mvz", False),  # no shared memory
+        ("warp_tiling_bm128_bn128_bk16_wm64_wn64_wni4_p4_1024.mvz", False),  # above the peak
+    ],
+)
+def test_the_rate_plot_marks_what_shared_memory_alone_allows(views, session, name, shown):
+    from matviz.core.ceilings import shared_ceiling
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    view = views[ThroughputView]
+    session.set_trace(load_trace(TRACE_DIR / "register_tiling_2d_bm64_bn64_bk16_tm8_tn4_1024.mvz"))
+    assert view.rate_ceiling_line.isVisible()  # 89% of the peak
+    trace = load_trace(TRACE_DIR / name)
+    session.set_trace(trace)  # the line follows the current trace
+    line = view.rate_ceiling_line
+    assert line.isVisible() == shown
+    if shown:
+        ceiling = shared_ceiling(trace.config, trace.manifest["device"]).gflops
+        assert line.value() == pytest.approx(ceiling)
+        assert f"{ceiling:,.0f} GFLOP/s" in line.label.format
+        # the run's rate stays under it (the curve may cross it for a moment: it counts a
+        # step's FLOP while the step computes, and the ceiling its stores too)
+        assert trace.manifest["stats"]["gflops"] < ceiling

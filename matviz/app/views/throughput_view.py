@@ -21,6 +21,7 @@ from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import metrics
+from matviz.core.ceilings import SharedCeiling, shared_ceiling
 from matviz.core.metrics import peak_gflops
 from matviz.core.runs import RunPoint
 
@@ -107,6 +108,10 @@ class ThroughputView(Retranslating, QWidget):
         self.cublas_line = self._hline(self.runs_plot, CUBLAS_COLOR, below=True, left=True)
         self.peak_line = self._hline(self.runs_plot, PEAK_COLOR)
         self.rate_peak_line = self._hline(self.rate_plot, PEAK_COLOR, below=True)
+        # what shared memory alone allows the current trace's configuration (its label at the
+        # left, clear of the peak's at the right)
+        self.rate_ceiling_line = self._hline(self.rate_plot, palette.SHARED_CEILING, left=True)
+        self.ceiling: SharedCeiling | None = None
         self.rate_curve = self.rate_plot.plot(
             pen=pg.mkPen((31, 119, 180), width=2), fillLevel=0, brush=(31, 119, 180, 60)
         )
@@ -165,8 +170,10 @@ class ThroughputView(Retranslating, QWidget):
     # -- session -> view ---------------------------------------------------------------------
     def refresh(self) -> None:
         trace = self.session.trace
+        self.ceiling = None
         if trace is not None:
             self.peak = peak_gflops(trace.manifest.get("device"), trace.dtype)[0]
+            self.ceiling = shared_ceiling(trace.config, trace.manifest.get("device"))
             centres, gflops = metrics.flop_rate(trace)
             self.rate_t_us, self.rate_gflops = centres / 1000.0, gflops
             self.rate_curve.setData(self.rate_t_us, self.rate_gflops)
@@ -341,6 +348,14 @@ class ThroughputView(Retranslating, QWidget):
         for line in (self.peak_line, self.rate_peak_line):
             line.setValue(peak)
             line.label.setFormat(short)
+        # above the peak it is off the plot: the multiply-adds bind first
+        ceiling = self.ceiling if trace is not None else None
+        self.rate_ceiling_line.setVisible(ceiling is not None and ceiling.gflops <= peak)
+        if ceiling is not None:
+            self.rate_ceiling_line.setValue(ceiling.gflops)
+            self.rate_ceiling_line.label.setFormat(
+                tr("shared memory alone: {v:,.0f} GFLOP/s (model)").format(v=ceiling.gflops)
+            )
         self._place_cublas_label()
         self.setToolTip(label)
 
