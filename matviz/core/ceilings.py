@@ -10,6 +10,7 @@ traffic bypasses the load-store unit (TMA copies read by wgmma) have no such cei
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +44,7 @@ def shared_ceiling(config: KernelConfig, device: dict[str, Any] | None) -> Share
     first k-step, which every shape has whole along M and N; None without shared traffic."""
     if not config.n_steps:
         return None
-    costs = instructions.block_costs(config, t=0)
-    wavefronts = int(costs["ld_wavefronts"] + costs["st_wavefronts"])
+    wavefronts = _step_wavefronts(config)
     if not wavefronts:
         return None
     peak, figures = peak_gflops(device, config.input_dtype)
@@ -52,3 +52,9 @@ def shared_ceiling(config: KernelConfig, device: dict[str, Any] | None) -> Share
     sms, clock = int(figures["sm_count"]), float(figures["clock_mhz"])
     gflops = flop / wavefronts * WAVEFRONTS_PER_CLK * sms * clock / 1000.0
     return SharedCeiling(wavefronts, flop, gflops, peak, sms, clock)
+
+
+@functools.lru_cache(maxsize=64)  # the info box, the throughput view and the lessons ask alike
+def _step_wavefronts(config: KernelConfig) -> int:
+    costs = instructions.block_costs(config, t=0)
+    return int(costs["ld_wavefronts"] + costs["st_wavefronts"])
