@@ -22,10 +22,12 @@ from matviz.errors import MatvizError
 TICK_CHARS = 17  # characters per line of a tick's configuration
 SHORT_TYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MIN_SLOTS = 4  # a chart of one or two rungs keeps its bars narrow
-CEILING_COLOR = palette.SHARED_CEILING
 TOP = 1.1  # the y range, times the peak
 BAR_WIDTH = 0.6
-LEGEND = " · <span style='color:#d9730d'>▬ what shared memory alone allows (model)</span>"
+LEGEND = (
+    f" · <span style='color:{palette.hexcolor(palette.SHARED_CEILING)}'>▬ what shared memory "
+    "alone allows (model)</span>"
+)
 
 
 def build_widget(rows: list[dict[str, Any]]) -> QWidget:
@@ -89,11 +91,13 @@ def _ceilings(plot: pg.PlotItem, rows: list[dict[str, Any]], peak: float, gflops
             ys += [value, value]
             tops[i] = max(tops[i], value)
             continue
-        tag = pg.TextItem(f"↑ {value:,.0f}", color="w", fill=CEILING_COLOR, anchor=(0.5, -0.1))
+        tag = pg.TextItem(
+            f"↑ {value:,.0f}", color="w", fill=palette.SHARED_CEILING, anchor=(0.5, -0.1)
+        )
         tag.setPos(i, gflops[i])
         plot.addItem(tag)
     if xs:
-        pen = pg.mkPen(CEILING_COLOR, width=4)
+        pen = pg.mkPen(palette.SHARED_CEILING, width=4)
         plot.addItem(pg.PlotDataItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
     return tops
 
