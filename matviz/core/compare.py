@@ -4,13 +4,16 @@ Per trace, from its description and its own run: the bytes its load instructions
 loads per block and per output element (the lesson's 2bk per block and 2k/b per element for the
 tiled kernel, 2k per element for the naive one), the arithmetic intensity (FLOP per requested
 byte), the measured GFLOP/s, and the ceiling DRAM bandwidth alone would allow at that intensity
-(intensity x bandwidth): where the measured rate passes it, caches served the re-reads.
+(intensity x bandwidth): where the measured rate passes it, caches served the re-reads; and
+the ceiling shared memory alone allows (:mod:`matviz.core.ceilings`), which padding or a
+swizzle lifts where DRAM's stays put.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from matviz.core.ceilings import shared_ceiling
 from matviz.core.trace import Trace
 
 FLOAT_BYTES = 4
@@ -26,6 +29,7 @@ class TraceFigures:
     gflops: float  # measured (or simulated) rate of the run
     dram_ceiling_gflops: float  # intensity x DRAM bandwidth
     duration_us: float
+    shared_ceiling_gflops: float | None = None  # None: no shared traffic through the LSU
 
 
 def figures(trace: Trace, dram_gbs: float) -> TraceFigures:
@@ -37,6 +41,7 @@ def figures(trace: Trace, dram_gbs: float) -> TraceFigures:
     intensity = flops / requested if requested else float("inf")
     gflops = float(trace.manifest.get("stats", {}).get("gflops", 0.0) or 0.0)
     label = f"{trace.kernel} {config.kernel.labels(config.params)}"
+    shared = shared_ceiling(config, trace.manifest.get("device"))
     return TraceFigures(
         label=label,
         requested_bytes=requested,
@@ -46,6 +51,7 @@ def figures(trace: Trace, dram_gbs: float) -> TraceFigures:
         gflops=gflops,
         dram_ceiling_gflops=intensity * dram_gbs,
         duration_us=trace.duration_ns / 1e3,
+        shared_ceiling_gflops=None if shared is None else shared.gflops,
     )
 
 

@@ -34,3 +34,16 @@ def test_caches_carry_the_naive_kernel_past_the_dram_ceiling():
     tiled = compare.figures(load_trace(TRACE_DIR / "tiled_t32_p0_1024.mvz"), BANDWIDTH)
     assert naive.gflops > naive.dram_ceiling_gflops  # L1/L2 served most of its 8.6 GB
     assert tiled.gflops < tiled.dram_ceiling_gflops  # the tiled kernel is not memory-bound
+
+
+def test_padding_lifts_the_shared_memory_ceiling_and_leaves_dram_s():
+    """§27: the same kernel, padded: the same bytes from DRAM, fewer wavefronts in shared
+    memory. Both recorded runs stay under their shared-memory ceilings."""
+    p0 = compare.figures(load_trace(TRACE_DIR / "tiled_transposed_t32_p0_1024.mvz"), BANDWIDTH)
+    p1 = compare.figures(load_trace(TRACE_DIR / "tiled_transposed_t32_p1_1024.mvz"), BANDWIDTH)
+    assert p0.dram_ceiling_gflops == pytest.approx(p1.dram_ceiling_gflops)
+    assert p0.shared_ceiling_gflops < p1.shared_ceiling_gflops
+    for f in (p0, p1):
+        assert f.gflops < f.shared_ceiling_gflops
+    naive = compare.figures(load_trace(TRACE_DIR / "naive_t16_1024.mvz"), BANDWIDTH)
+    assert naive.shared_ceiling_gflops is None  # no shared memory

@@ -20,6 +20,7 @@ from matviz.core.trace import Trace
 
 TRACE_COLORS = ((31, 119, 180), (214, 39, 40))  # first and second trace in the bar charts
 CEILING_ALPHA = 90
+BAR_STEP = 0.26  # three rate bars a trace: measured, DRAM's ceiling, shared memory's
 
 
 class CompareView(Retranslating, QWidget):
@@ -90,16 +91,21 @@ class CompareView(Retranslating, QWidget):
         rates = self.bars[3]
         top = 1.0
         for i, f in enumerate(self.figures):
-            ceiling = pg.mkBrush(*TRACE_COLORS[i], CEILING_ALPHA)
-            rates.addItem(pg.BarGraphItem(x=[i - 0.18], height=[f.gflops], width=0.34,
-                                          brush=pg.mkBrush(TRACE_COLORS[i])))  # fmt: skip
-            rates.addItem(pg.BarGraphItem(x=[i + 0.18], height=[f.dram_ceiling_gflops],
-                                          width=0.34, brush=ceiling))  # fmt: skip
-            for x, v in ((i - 0.18, f.gflops), (i + 0.18, f.dram_ceiling_gflops)):
-                text = pg.TextItem(f"{v:,.0f}", color=palette.FOREGROUND, anchor=(0.5, 1.1))
-                text.setPos(x, v)
+            # measured, then the DRAM ceiling (the trace's colour, faint), then shared memory's
+            shared = pg.mkBrush(*palette.SHARED_CEILING, 160)
+            bars = [(f.gflops, pg.mkBrush(TRACE_COLORS[i])),
+                    (f.dram_ceiling_gflops, pg.mkBrush(*TRACE_COLORS[i], CEILING_ALPHA)),
+                    (f.shared_ceiling_gflops, shared)]  # fmt: skip
+            for j, (value, brush) in enumerate(bars):
+                if value is None:
+                    continue
+                x = i + (j - 1) * BAR_STEP
+                rates.addItem(pg.BarGraphItem(x=[x], height=[value], width=0.9 * BAR_STEP,
+                                              brush=brush))  # fmt: skip
+                text = pg.TextItem(f"{value:,.0f}", color=palette.FOREGROUND, anchor=(0.5, 1.1))
+                text.setPos(x, value)
                 rates.addItem(text)
-            top = max(top, f.gflops, f.dram_ceiling_gflops)
+                top = max(top, value)
         rates.setXRange(-0.6, len(self.figures) - 0.4, padding=0)
         rates.setYRange(0, 1.25 * top, padding=0)
 
@@ -109,7 +115,8 @@ class CompareView(Retranslating, QWidget):
             line.setValue(t_us)
 
     def summary(self) -> str:
-        """One line per trace: where the measured rate stands against the DRAM ceiling."""
+        """One line per trace: where the measured rate stands against the DRAM ceiling and
+        the shared-memory ceiling."""
         lines = []
         for f in self.figures:
             if f.gflops > f.dram_ceiling_gflops:
@@ -117,7 +124,14 @@ class CompareView(Retranslating, QWidget):
             else:
                 verdict = tr("below what DRAM alone could feed ({x:.1f}×): not memory-bound")
             x = f.gflops / f.dram_ceiling_gflops if f.dram_ceiling_gflops else 0.0
-            lines.append(f"<b>{f.label}</b>: " + verdict.format(x=x))
+            line = f"<b>{f.label}</b>: " + verdict.format(x=x)
+            if f.shared_ceiling_gflops:
+                shared = tr(
+                    "; shared memory alone allows {c:,.0f} GFLOP/s, {pct:.0f}% of it reached"
+                )
+                pct = 100 * f.gflops / f.shared_ceiling_gflops
+                line += shared.format(c=f.shared_ceiling_gflops, pct=pct)
+            lines.append(line)
         return "<br>".join(lines)
 
     def retranslate(self) -> None:
@@ -148,7 +162,9 @@ class CompareView(Retranslating, QWidget):
             tr("MB requested by load instructions"),
             tr("floats loaded per element of C"),
             tr("FLOP per requested byte"),
-            tr("GFLOP/s: measured | DRAM ceiling ({bw:,.0f} GB/s)").format(bw=self.dram_gbs),
+            tr("GFLOP/s: measured | DRAM ceiling ({bw:,.0f} GB/s) | shared-memory ceiling").format(
+                bw=self.dram_gbs
+            ),
         )
         for plot, title in zip(self.bars, titles, strict=False):
             plot.setTitle(title, size="9pt")
