@@ -13,7 +13,16 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from matviz.app.export_render import ensure_app
-from matviz.app.sweep_plot import BAR, SIZE, chart, hline, save_widget
+from matviz.app.sweep_plot import (
+    BAR,
+    BAR_WIDTH,
+    CEILING_LEGEND,
+    SIZE,
+    ceiling_marks,
+    chart,
+    hline,
+    save_widget,
+)
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
 from matviz.bench.ladder import by_dtype, row_dtype, shared_ceiling_pct
@@ -23,11 +32,6 @@ TICK_CHARS = 17  # characters per line of a tick's configuration
 SHORT_TYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MIN_SLOTS = 4  # a chart of one or two rungs keeps its bars narrow
 TOP = 1.1  # the y range, times the peak
-BAR_WIDTH = 0.6
-LEGEND = (
-    f" · <span style='color:{palette.hexcolor(palette.SHARED_CEILING)}'>▬ what shared memory "
-    "alone allows (model)</span>"
-)
 
 
 def build_widget(rows: list[dict[str, Any]]) -> QWidget:
@@ -40,7 +44,7 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
         f"<b>recorded on "
         f"{first.get('device', 'the GPU')}</b> · each kernel at its fastest measured "
         "configuration, cuBLAS in the same run"
-        + (LEGEND if any(shared_ceiling_pct(r) is not None for r in rows) else "")
+        + (CEILING_LEGEND if any(shared_ceiling_pct(r) is not None for r in rows) else "")
     )
     gflops = np.array([float(r["gflops"]) for r in rows])
     x = np.arange(len(rows))
@@ -49,7 +53,9 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     cublas = float(np.median([r["cublas_gflops"] for r in rows]))
     peak = float(first["peak_gflops"])
     blas = "cuBLAS SGEMM" if fp32 else f"cuBLAS on {dtype}"
-    tops = _ceilings(plot, rows, peak, gflops)
+    ceilings = [None if (pct := shared_ceiling_pct(r)) is None else pct / 100.0 * peak
+                for r in rows]  # fmt: skip
+    tops = ceiling_marks(plot, ceilings, gflops, peak, peak)
     # the lines' labels go to the end whose rung labels stand lower (a short chart's right end
     # is empty), clear of the fast rungs' labels
     left = len(rows) >= MIN_SLOTS and tops[0] < tops[-1]
@@ -73,33 +79,6 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     plot.setXRange(-0.6, max(len(rows), MIN_SLOTS) - 0.4, padding=0)
     plot.setYRange(0, TOP * max(peak, float(gflops.max())), padding=0)
     return widget
-
-
-def _ceilings(plot: pg.PlotItem, rows: list[dict[str, Any]], peak: float, gflops) -> np.ndarray:
-    """A dash the bar's width at each rung's shared-memory ceiling; a ceiling above the peak is
-    a tag at the top of its bar (the multiply-adds bind first). Returns where each bar's label
-    goes: over its bar and its dash."""
-    tops = np.array(gflops, dtype=float)
-    xs, ys = [], []
-    for i, row in enumerate(rows):
-        pct = shared_ceiling_pct(row)
-        if pct is None:
-            continue
-        value = pct / 100.0 * peak
-        if value <= peak:
-            xs += [i - BAR_WIDTH / 2, i + BAR_WIDTH / 2]
-            ys += [value, value]
-            tops[i] = max(tops[i], value)
-            continue
-        tag = pg.TextItem(
-            f"↑ {value:,.0f}", color="w", fill=palette.SHARED_CEILING, anchor=(0.5, -0.1)
-        )
-        tag.setPos(i, gflops[i])
-        plot.addItem(tag)
-    if xs:
-        pen = pg.mkPen(palette.SHARED_CEILING, width=4)
-        plot.addItem(pg.PlotDataItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
-    return tops
 
 
 def render_plot(rows: list[dict[str, Any]], path: str | os.PathLike[str], size=SIZE) -> Path:

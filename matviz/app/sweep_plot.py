@@ -1,8 +1,9 @@
 """The sweep's bar chart (``matviz sweep --plot F.png``), drawn with pyqtgraph offscreen.
 
 One bar per configuration (GFLOP/s, value on top); a configuration that did not run has no bar
-but its status under the axis; cuBLAS and the FP32 peak are dashed lines. Simulated sweeps say
-so in the title, in the colour the app uses for simulated data.
+but its status under the axis; cuBLAS and the peak for the kernel's inputs are dashed lines, and
+a dash over each bar marks what shared memory alone allows it (:mod:`matviz.core.ceilings`).
+Simulated sweeps say so in the title, in the colour the app uses for simulated data.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from matviz.app.export_render import ensure_app, to_rgb
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
+from matviz.core.ceilings import shared_ceiling
 from matviz.core.metrics import peak_gflops
+from matviz.core.registry import get_kernel
 from matviz.errors import MatvizError
 from matviz.export.atomic import AtomicOutput
 from matviz.export.writers import PngWriter
@@ -26,6 +29,11 @@ from matviz.sweep import OK, SweepRow
 
 SIZE = (1200, 620)
 BAR = (31, 119, 180)
+BAR_WIDTH = 0.6
+CEILING_LEGEND = (
+    f" · <span style='color:{palette.hexcolor(palette.SHARED_CEILING)}'>▬ what shared memory "
+    "alone allows (model)</span>"
+)
 
 
 def _title(rows: list[SweepRow]) -> str:
@@ -73,32 +81,87 @@ def chart(title_html: str) -> tuple[QWidget, pg.PlotItem]:
     return widget, plot
 
 
+def ceiling_marks(
+    plot: pg.PlotItem, ceilings: list[float | None], heights: np.ndarray, peak: float, top: float
+) -> np.ndarray:
+    """A dash the bar's width at each bar's shared-memory ceiling (GFLOP/s; None: none); one
+    above ``top`` (the chart's range) or the peak (the multiply-adds bind first) is a tag
+    "↑ N" at the top of its bar. Returns where each bar's value label goes: over its bar and
+    its dash."""
+    tops = np.array(heights, dtype=float)
+    xs, ys = [], []
+    for i, value in enumerate(ceilings):
+        if value is None:
+            continue
+        if value <= min(peak, top):
+            xs += [i - BAR_WIDTH / 2, i + BAR_WIDTH / 2]
+            ys += [value, value]
+            tops[i] = max(tops[i], value)
+            continue
+        tag = pg.TextItem(
+            f"↑ {value:,.0f}", color="w", fill=palette.SHARED_CEILING, anchor=(0.5, -0.1)
+        )
+        tag.setPos(i, heights[i])
+        plot.addItem(tag)
+    if xs:
+        pen = pg.mkPen(palette.SHARED_CEILING, width=4)
+        plot.addItem(pg.PlotDataItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
+    return tops
+
+
+def _row_ceiling(row: SweepRow, device: dict | None) -> float | None:
+    try:
+        config = get_kernel(row.kernel).configure(row.params, row.M, row.N, row.K)
+    except MatvizError:  # asked values the kernel refuses: no configuration to bound
+        return None
+    ceiling = shared_ceiling(config, device)
+    return None if ceiling is None else ceiling.gflops
+
+
+def _input_dtype(rows: list[SweepRow]) -> str:
+    for row in rows:
+        try:
+            return get_kernel(row.kernel).configure(row.params, 1, 1, 1, check=False).input_dtype
+        except MatvizError:
+            continue
+    return "float32"
+
+
 def build_widget(rows: list[SweepRow]) -> QWidget:
     """The chart as a widget (not shown)."""
-    widget, plot = chart(_title(rows))
+    device = next((r.device for r in rows if r.device), None)  # the GPU (or model) that ran
+    ceilings = [_row_ceiling(r, device) for r in rows]
+    legend = CEILING_LEGEND if any(c is not None for c in ceilings) else ""
+    widget, plot = chart(_title(rows) + legend)
     x = np.arange(len(rows))
     gflops = np.array([r.gflops if r.status == OK and r.gflops else 0.0 for r in rows])
-    plot.addItem(pg.BarGraphItem(x=x, height=gflops, width=0.6, brush=BAR, pen=palette.FOREGROUND))
+    bars = pg.BarGraphItem(x=x, height=gflops, width=BAR_WIDTH, brush=BAR, pen=palette.FOREGROUND)
+    plot.addItem(bars)
+    dtype = _input_dtype(rows)
+    peak = peak_gflops(device, dtype)[0]
     top = max(float(gflops.max()) if len(gflops) else 0.0, 1.0)
     cublas = next((r.cublas_gflops for r in rows if r.cublas_gflops), None)
     if cublas:
-        hline(plot, cublas, CUBLAS_COLOR, f"cuBLAS SGEMM: {cublas:,.0f} GFLOP/s")
+        blas = "cuBLAS SGEMM" if dtype == "float32" else f"cuBLAS on {dtype}"
+        hline(plot, cublas, CUBLAS_COLOR, f"{blas}: {cublas:,.0f} GFLOP/s")
         top = max(top, cublas)
+    else:  # a sweep with no cuBLAS figure still gets a scale to compare against
+        name = (device or {}).get("name", "H200")
+        what = "FP32" if dtype == "float32" else "Tensor Core"
+        hline(plot, peak, PEAK_COLOR, f"{name} {what} peak: {peak:,.0f} GFLOP/s")
+        top = max(top, peak)
+    tops = ceiling_marks(plot, ceilings, gflops, peak, 1.1 * top)
     for i, row in enumerate(rows):
         text = f"{row.gflops:,.0f}" if row.status == OK and row.gflops else row.status
         colour = palette.FOREGROUND if row.status == OK else (192, 57, 43)
-        item = pg.TextItem(text, color=colour, anchor=(0.5, 1.1))
-        item.setPos(i, gflops[i])
+        item = pg.TextItem(text, color=colour, anchor=(0.5, 1.15))
+        item.setPos(i, tops[i])
         plot.addItem(item)
     plot.getAxis("bottom").setTicks([[(i, r.label.split(" ", 1)[-1]) for i, r in enumerate(rows)]])
     plot.setLabel("left", "GFLOP/s")
-    plot.setLabel("bottom", "configuration (T = tile edge, P = padding words per row)")
+    plot.setLabel("bottom", "configuration")
     plot.setXRange(-0.6, len(rows) - 0.4, padding=0)
-    plot.setYRange(0, 1.15 * top, padding=0)
-    if not cublas:  # a sweep with no cuBLAS figure still gets a scale to compare against
-        peak = peak_gflops(None)[0]
-        hline(plot, peak, PEAK_COLOR, f"H200 FP32 peak: {peak:,.0f} GFLOP/s")
-        plot.setYRange(0, 1.1 * max(top, peak), padding=0)
+    plot.setYRange(0, 1.15 * max(top, float(tops.max()) if len(tops) else 0.0), padding=0)
     return widget
 
 
