@@ -24,7 +24,7 @@ from matviz import jobs
 from matviz.backends import contract
 from matviz.backends.contract import RunRequest
 from matviz.core import metrics, registry
-from matviz.core.ceilings import shared_ceiling
+from matviz.core.ceilings import configuration_ceiling
 from matviz.core.kernel import Kernel
 from matviz.core.trace import Trace
 from matviz.core.trace_io import load_trace
@@ -275,11 +275,9 @@ def tune(
             row = plan(spec.name, {n: [v] for n, v in params.items()}, M, N, K, backend, level)[0]
             if progress:
                 progress(len(rows) + 1, 0, row, False)
-            ceiling = _ceiling(spec, row, top)
-            if ceiling is not None and top is not None and ceiling < (top.gflops or 0.0):
-                row.status = PRUNED
-                row.reason = (f"shared memory alone allows {ceiling:,.0f} GFLOP/s, below the "
-                              f"best so far ({top.gflops:,.0f})")  # fmt: skip
+            why = _cannot_win(row, top)
+            if why:
+                row.status, row.reason = PRUNED, why
             else:
                 run_row(row, **run_kw)
             rows[key] = row
@@ -311,16 +309,16 @@ def tune(
     return top, list(rows.values())
 
 
-def _ceiling(spec: Kernel, row: SweepRow, best: SweepRow | None) -> float | None:
-    """What shared memory alone allows ``row``'s configuration on the GPU ``best`` ran on."""
-    if best is None or best.device is None or not row.runnable:
-        return None
-    try:
-        config = spec.configure(row.params, row.M, row.N, row.K)
-    except MatvizError:
-        return None
-    ceiling = shared_ceiling(config, best.device)
-    return None if ceiling is None else ceiling.gflops
+def _cannot_win(row: SweepRow, best: SweepRow | None) -> str:
+    """Why ``row`` cannot beat ``best``: shared memory alone, on the GPU ``best`` ran on, caps
+    it below; '' where it may."""
+    if best is None or best.gflops is None or best.device is None or not row.runnable:
+        return ""
+    ceiling = configuration_ceiling(row.kernel, row.params, row.M, row.N, row.K, best.device)
+    if ceiling is None or ceiling.gflops >= best.gflops:
+        return ""
+    return (f"shared memory alone allows {ceiling.gflops:,.0f} GFLOP/s, below the best so far "
+            f"({best.gflops:,.0f})")  # fmt: skip
 
 
 def _moves(spec: Kernel, moved: dict[str, Any], changed: str) -> list[dict[str, Any]]:

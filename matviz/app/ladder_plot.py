@@ -39,22 +39,22 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     size = first["size"]
     dtype = SHORT_TYPE.get(row_dtype(first), row_dtype(first))
     fp32 = dtype == "fp32"
+    peak = float(first["peak_gflops"])
+    ceilings = [None if (pct := shared_ceiling_pct(r)) is None else pct / 100.0 * peak
+                for r in rows]  # fmt: skip
     widget, plot = chart(
         f"<b>The ladder to cuBLAS</b> · {size}×{size}×{size} {dtype} · "
         f"<b>recorded on "
         f"{first.get('device', 'the GPU')}</b> · each kernel at its fastest measured "
         "configuration, cuBLAS in the same run"
-        + (CEILING_LEGEND if any(shared_ceiling_pct(r) is not None for r in rows) else "")
+        + (CEILING_LEGEND if any(c is not None for c in ceilings) else "")
     )
     gflops = np.array([float(r["gflops"]) for r in rows])
     x = np.arange(len(rows))
     bars = pg.BarGraphItem(x=x, height=gflops, width=BAR_WIDTH, brush=BAR, pen=palette.FOREGROUND)
     plot.addItem(bars)
     cublas = float(np.median([r["cublas_gflops"] for r in rows]))
-    peak = float(first["peak_gflops"])
     blas = "cuBLAS SGEMM" if fp32 else f"cuBLAS on {dtype}"
-    ceilings = [None if (pct := shared_ceiling_pct(r)) is None else pct / 100.0 * peak
-                for r in rows]  # fmt: skip
     tops = ceiling_marks(plot, ceilings, gflops, peak, peak)
     # the lines' labels go to the end whose rung labels stand lower (a short chart's right end
     # is empty), clear of the fast rungs' labels

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from matviz.app.export_render import ensure_app, to_rgb
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
-from matviz.core.ceilings import shared_ceiling
+from matviz.core.ceilings import configuration_ceiling
 from matviz.core.metrics import peak_gflops
 from matviz.core.registry import get_kernel
 from matviz.errors import MatvizError
@@ -110,11 +110,7 @@ def ceiling_marks(
 
 
 def _row_ceiling(row: SweepRow, device: dict | None) -> float | None:
-    try:
-        config = get_kernel(row.kernel).configure(row.params, row.M, row.N, row.K)
-    except MatvizError:  # asked values the kernel refuses: no configuration to bound
-        return None
-    ceiling = shared_ceiling(config, device)
+    ceiling = configuration_ceiling(row.kernel, row.params, row.M, row.N, row.K, device)
     return None if ceiling is None else ceiling.gflops
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from matviz.core import tuned
-from matviz.core.ceilings import shared_ceiling
+from matviz.core.ceilings import configuration_ceiling
 from matviz.core.metrics import peak_gflops, whole_count
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.registry import get_kernel, kernels
@@ -166,16 +166,7 @@ def shared_ceiling_pct(row: dict[str, Any]) -> float | None:
     size, params = row.get("size"), row.get("params")
     if not isinstance(params, dict) or not isinstance(size, int) or not 0 < size < 1 << 20:
         return None  # a row saved without its parameters
-    return _ceiling_pct(str(row["kernel"]), json.dumps(params, sort_keys=True), size)
-
-
-@functools.lru_cache(maxsize=256)  # the table, the terminal and the chart ask for each row
-def _ceiling_pct(kernel: str, params: str, size: int) -> float | None:
-    try:
-        config = get_kernel(kernel).configure(json.loads(params), size, size, size)
-    except MatvizError:  # a kernel or configuration this matviz does not have
-        return None
-    ceiling = shared_ceiling(config, None)
+    ceiling = configuration_ceiling(str(row["kernel"]), params, size, size, size, None)
     return None if ceiling is None else ceiling.pct_of_peak
 
 

@@ -10,13 +10,15 @@ traffic bypasses the load-store unit (TMA copies read by wgmma) have no such cei
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from matviz.core import instructions
 from matviz.core.config import KernelConfig
 from matviz.core.metrics import peak_gflops
+from matviz.core.registry import get_kernel
+from matviz.errors import MatvizError
 
 WAVEFRONTS_PER_CLK = 1  # per SM: 32 banks x 4 bytes a clock
 
@@ -54,7 +56,30 @@ def shared_ceiling(config: KernelConfig, device: dict[str, Any] | None) -> Share
     return SharedCeiling(wavefronts, flop, gflops, peak, sms, clock)
 
 
-@functools.lru_cache(maxsize=64)  # the info box, the throughput view and the lessons ask alike
+def configuration_ceiling(
+    kernel: str, params: Mapping[str, Any], M: int, N: int, K: int, device: dict[str, Any] | None
+) -> SharedCeiling | None:
+    """:func:`shared_ceiling` of ``kernel`` at ``params`` for an M x N x K problem (a saved
+    benchmark row, a sweep row, a run on the plot); None also where this matviz has no such
+    kernel or configuration."""
+    try:
+        config = get_kernel(kernel).configure(params, M, N, K)
+    except MatvizError:
+        return None
+    return shared_ceiling(config, device)
+
+
+# k-step wavefronts by configuration and shape: the info box, the views' hover, the lessons,
+# sweeps and tables ask for the same ones, each with a configuration of its own
+_WAVEFRONTS: dict[tuple[Any, ...], int] = {}
+_KEPT = 256
+
+
 def _step_wavefronts(config: KernelConfig) -> int:
-    costs = instructions.block_costs(config, t=0)
-    return int(costs["ld_wavefronts"] + costs["st_wavefronts"])
+    key = (config.kernel.name, tuple(sorted(config.params.items())), config.M, config.N, config.K)
+    if key not in _WAVEFRONTS:
+        if len(_WAVEFRONTS) >= _KEPT:
+            _WAVEFRONTS.clear()
+        costs = instructions.block_costs(config, t=0)
+        _WAVEFRONTS[key] = int(costs["ld_wavefronts"] + costs["st_wavefronts"])
+    return _WAVEFRONTS[key]

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from matviz.core.ceilings import SharedCeiling, shared_ceiling
-from matviz.core.registry import get_kernel
 from matviz.core.trace import Trace
-from matviz.errors import MatvizError
 
 
 @dataclass(frozen=True)
@@ -29,15 +25,6 @@ class RunPoint:
         sim = " (sim)" if self.backend == "sim" else ""
         wrong = " (C wrong)" if self.wrong else ""
         return f"{self.kernel} {self.labels}{sim}{wrong}"
-
-    def shared_ceiling(self, device: dict[str, Any] | None) -> SharedCeiling | None:
-        """What shared memory alone allows this configuration on ``device`` (the model's
-        ceiling); None where it has none or the configuration is not this matviz's."""
-        try:
-            config = get_kernel(self.kernel).configure(dict(self.params), *self.shape)
-        except MatvizError:
-            return None
-        return shared_ceiling(config, device)
 
     @classmethod
     def from_bench_row(cls, row: dict) -> RunPoint:

@@ -115,3 +115,27 @@ def test_the_simulator_never_runs_a_configuration_above_its_ceiling():
             got = shared_ceiling(trace.config, trace.manifest["device"])
             if got is not None:
                 assert trace.manifest["stats"]["gflops"] < got.gflops, (name, params)
+
+
+def test_an_equal_configuration_is_counted_once(monkeypatch):
+    """The hover asks at every mouse move, each time with a configuration of its own: the bank
+    model counts a configuration and shape once."""
+    from matviz.core import ceilings
+
+    calls = []
+    counted = instructions.block_costs
+
+    def counting(config, *args, **kwargs):
+        calls.append(config)
+        return counted(config, *args, **kwargs)
+
+    monkeypatch.setattr(ceilings, "_WAVEFRONTS", {})
+    monkeypatch.setattr(instructions, "block_costs", counting)
+    params = {"tile": 32, "pad": 1}
+    first = ceilings.configuration_ceiling("tiled_transposed", params, 256, 256, 256, H200)
+    again = ceilings.configuration_ceiling("tiled_transposed", params, 256, 256, 256, H200)
+    assert first == again and len(calls) == 1
+    ceilings.configuration_ceiling("tiled_transposed", params, 256, 256, 512, H200)
+    assert len(calls) == 2  # another shape is counted anew
+    refused = ceilings.configuration_ceiling("tiled_transposed", {"tile": 33}, 64, 64, 64, H200)
+    assert refused is None  # a configuration this matviz does not have

@@ -21,7 +21,7 @@ from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import metrics
-from matviz.core.ceilings import SharedCeiling, shared_ceiling
+from matviz.core.ceilings import SharedCeiling, configuration_ceiling, shared_ceiling
 from matviz.core.metrics import peak_gflops
 from matviz.core.runs import RunPoint
 
@@ -290,7 +290,8 @@ class ThroughputView(Retranslating, QWidget):
                 pct=100 * run.gflops / run.cublas_gflops, v=run.cublas_gflops
             )
         trace = self.session.trace
-        ceiling = run.shared_ceiling(trace.manifest.get("device") if trace else None)
+        device = trace.manifest.get("device") if trace else None
+        ceiling = configuration_ceiling(run.kernel, dict(run.params), *run.shape, device)
         if ceiling is not None:
             text += "\n" + tr("shared memory alone allows {v:,.0f} GFLOP/s (model)").format(
                 v=ceiling.gflops
@@ -349,7 +350,7 @@ class ThroughputView(Retranslating, QWidget):
             line.setValue(peak)
             line.label.setFormat(short)
         # above the peak it is off the plot: the multiply-adds bind first
-        ceiling = self.ceiling if trace is not None else None
+        ceiling = self.ceiling  # None without a trace
         self.rate_ceiling_line.setVisible(ceiling is not None and ceiling.gflops <= peak)
         if ceiling is not None:
             self.rate_ceiling_line.setValue(ceiling.gflops)
