@@ -771,8 +771,9 @@ class MainWindow(Retranslating, QMainWindow):
         self.help_action.setText(tr("&Keys and lesson map"))
         QTimer.singleShot(0, self.fit_grid)  # titles re-wrap in another language
         self.controls_dock.setWindowTitle(tr("Run"))
-        self.explain_dock.setWindowTitle(tr("What is happening"))
-        self.diagnostics_dock.setWindowTitle(tr("Barrier waits (level-3 run)"))
+        # short: the three share one tab bar as wide as the column (1280x720: 270 px)
+        self.explain_dock.setWindowTitle(tr("Explain"))
+        self.diagnostics_dock.setWindowTitle(tr("Barrier waits"))
         self.lessons_dock.setWindowTitle(tr("Lessons"))
         self._update_title()
 

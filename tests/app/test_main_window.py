@@ -566,3 +566,38 @@ def test_a_view_on_a_closed_tab_waits_and_shows_the_playhead_when_opened(make_wi
     assert banks.key[2] > 0  # the k-tile at 80% of the block, not the first
     session.set_playhead(start + int((end - start) * 0.2))
     assert len(drawn) == 2  # open: it follows every move again
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_the_side_docks_tab_titles_are_whole_at_1280x720(qtbot, tmp_path, language):
+    """Explain, Barrier waits and Lessons share one tab bar as wide as the left column: on a
+    projector at 1280x720 each title must read whole, not 'Le...'."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QTabBar
+
+    from matviz.app import i18n
+    from matviz.app.main_window import MainWindow
+    from matviz.app.runner import Runner
+
+    window = MainWindow(None, settings=QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat),
+                        runner=Runner())  # fmt: skip
+    qtbot.addWidget(window)
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    i18n.set_language(language)
+    try:
+        titles = {d.windowTitle() for d in (window.explain_dock, window.diagnostics_dock,
+                                            window.lessons_dock)}  # fmt: skip
+        bars = [b for b in window.findChildren(QTabBar)
+                if {b.tabText(i) for i in range(b.count())} == titles]  # fmt: skip
+        assert len(bars) == 1
+        bar = bars[0]
+        qtbot.waitUntil(lambda: bar.width() > 0)
+        metrics = bar.fontMetrics()
+        for i in range(bar.count()):
+            assert bar.tabRect(i).width() >= metrics.horizontalAdvance(bar.tabText(i)), (
+                bar.tabText(i)
+            )
+    finally:
+        i18n.set_language("en")
