@@ -773,7 +773,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.controls_dock.setWindowTitle(tr("Run"))
         # short: the three share one tab bar as wide as the column (1280x720: 270 px)
         self.explain_dock.setWindowTitle(tr("Explain"))
-        self.diagnostics_dock.setWindowTitle(tr("Barrier waits (level-3)"))
+        self.diagnostics_dock.setWindowTitle(tr("Waits (level-3)"))
         self.lessons_dock.setWindowTitle(tr("Lessons"))
         self._update_title()
 

@@ -594,10 +594,9 @@ def test_the_side_docks_tab_titles_are_whole_at_1280x720(qtbot, tmp_path, langua
         assert len(bars) == 1
         bar = bars[0]
         qtbot.waitUntil(lambda: bar.width() > 0)
-        metrics = bar.fontMetrics()
-        for i in range(bar.count()):
-            assert bar.tabRect(i).width() >= metrics.horizontalAdvance(bar.tabText(i)), (
-                bar.tabText(i)
-            )
+        window.show_trace(window.session.trace)  # as after opening a file
+        qtbot.wait(50)
+        for i in range(bar.count()):  # a tab squeezed below its size elides its title
+            assert bar.tabRect(i).width() >= bar.tabSizeHint(i).width(), bar.tabText(i)
     finally:
         i18n.set_language("en")
