@@ -13,7 +13,9 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from matviz.core import tuned
 from matviz.core.ceilings import configuration_ceiling
@@ -304,11 +306,46 @@ def _finite(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 53
 
 
+Finite = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+Whole = Annotated[int, Field(strict=True, ge=0, lt=1 << 53)]
+
+
+class LadderRow(BaseModel):
+    """One rung as ``matviz bench --json`` saves it: the fields the table, the chart and the
+    app read, each of the type they format it as (json reads NaN and 10**400 as numbers, and a
+    hand-edited file can put a string where a number goes). Other fields are kept."""
+
+    model_config = ConfigDict(extra="allow")
+    kernel: Annotated[str, Field(strict=True)]
+    config: Annotated[str, Field(strict=True)]
+    size: Annotated[int, Field(strict=True, ge=1, le=MAX_SIZE)]
+    params: dict[str, Annotated[int, Field(strict=True)] | Annotated[str, Field(strict=True)]] = {}
+    number: Whole | None = None
+    gflops: Finite
+    cublas_gflops: Finite
+    peak_gflops: Finite
+    pct_cublas: Finite | None = None
+    pct_peak: Finite | None = None
+    rel_error: Finite | None = None
+    overhead_l1_pct: Finite | None = None
+    overhead_l2_pct: Finite | None = None
+    ms: Finite | None = None
+    registers: Whole | None = None
+    blocks_per_sm: Whole | None = None
+    phase_every_l2: Whole | None = None
+    limiter: Annotated[str, Field(strict=True)] | None = None
+    device: Annotated[str, Field(strict=True)] | None = None
+    dtype: Literal["float32", "float16", "bfloat16"] | None = None
+
+
 def load_rows(path: Path) -> list[dict[str, Any]]:
     """Rows a ``--json`` run saved; MatvizError when the file is not one."""
-    numbers = ("gflops", "cublas_gflops", "peak_gflops")
 
     def fits(r: object) -> bool:
-        return isinstance(r, dict) and {"kernel", "config"} <= set(r) and measured(r, numbers)
+        try:
+            LadderRow.model_validate(r)
+        except ValidationError:
+            return False
+        return True
 
     return read_rows(path, MAX_ROWS_BYTES, fits, "matviz bench --json")

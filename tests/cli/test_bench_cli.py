@@ -68,7 +68,8 @@ def test_saved_rows_become_table_markdown_readme_and_plot(tmp_path, saved, capsy
 ])  # fmt: skip
 def test_a_row_the_model_cannot_configure_has_no_ceiling(tmp_path, capsys, change):
     path = tmp_path / "ladder.json"
-    path.write_text(json.dumps([ROWS[0], ROWS[1] | change]))
+    row = {k: v for k, v in (ROWS[1] | change).items() if v is not None}  # None: saved without
+    path.write_text(json.dumps([ROWS[0], row]))
     md = tmp_path / "t.md"
     code, _, err = run(capsys, "bench", "--from", str(path), "--markdown", str(md))
     assert code == 0, err
@@ -271,3 +272,22 @@ def test_a_readme_in_a_read_only_folder_is_kept(tmp_path, saved, capsys):
         assert "old" in readme.read_text()
     finally:
         folder.chmod(0o700)
+
+
+@pytest.mark.parametrize("change", [
+    {"pct_cublas": "x"}, {"number": "x"}, {"overhead_l2_pct": "x"}, {"registers": [1]},
+    {"phase_every_l2": "x"}, {"dtype": 5}, {"device": [1]}, {"params": "notadict"},
+    {"kernel": 42}, {"gflops": True},
+])  # fmt: skip
+def test_a_field_of_the_wrong_type_is_one_line_and_keeps_the_old_table(tmp_path, capsys, change):
+    """Each of these was a traceback (the table or the chart formatting a string as a number)
+    or a table with a nonsense group; now the file is refused before anything is written."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([ROWS[0], ROWS[1] | change]))
+    md, png = tmp_path / "t.md", tmp_path / "p.png"
+    md.write_text("old table")
+    code, _, err = run(capsys, "bench", "--from", str(bad), "--markdown", str(md),
+                       "--plot", str(png))  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "is not a `matviz bench --json` file" in err
+    assert md.read_text() == "old table" and not png.exists()
