@@ -7,7 +7,6 @@ an error, Ctrl-C) removes it.
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,36 +19,12 @@ from matviz.core.runs import RunPoint
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 from matviz.export import options as opt
-from matviz.export import perfetto
+from matviz.export import perfetto, stop_signals
 from matviz.export.atomic import AtomicOutput
+from matviz.export.stop_signals import Interrupted
 from matviz.export.writers import FixedPalette, FrameWriter, open_writer
 
 PALETTE_SAMPLES = 5  # frames the GIF palette is chosen from
-STOP_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-
-
-class Interrupted(KeyboardInterrupt):
-    """A stop signal ended the export; the exit code is 128 + ``signum``."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextmanager
-def _signals_between_frames() -> Iterator[list[int]]:
-    """Stop signals noted, not raised where they land: an exception raised inside one of Qt's
-    paint calls is printed and swallowed, so the export would go on and replace the user's file.
-    The loop acts on the list between frames."""
-    caught: list[int] = []
-    old = {s: signal.signal(s, lambda signum, _frame: caught.append(signum)) for s in STOP_SIGNALS}
-    try:
-        yield caught
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 class Renderer(Protocol):
@@ -180,7 +155,7 @@ class ExportJob:
         """The whole export in one call (the CLI). A stop signal (Ctrl-C, SIGTERM, SIGHUP)
         ends it between frames or before the rename: the partial file goes, the old file
         stays, and :class:`Interrupted` says which signal it was."""
-        with _signals_between_frames() as caught:
+        with stop_signals.held() as caught:  # acted on between frames
             self.start()
             while not caught and self.step():
                 if progress:

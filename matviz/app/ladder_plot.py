@@ -87,12 +87,16 @@ def render_plot(rows: list[dict[str, Any]], path: str | os.PathLike[str], size=S
     ensure_app()
     groups = by_dtype(rows)
     if len(groups) == 1:
-        return save_widget(build_widget(rows), path, size)
-    # one chart per element type, one above the other (the ticks need the width), each
-    # against its own cuBLAS and peak
+        return save_widget(lambda: build_widget(rows), path, size)
+    return save_widget(lambda: _stacked(groups), path, (size[0], size[1] * len(groups) * 3 // 4))
+
+
+def _stacked(groups: list[list[dict[str, Any]]]) -> QWidget:
+    """One chart per element type, one above the other (the ticks need the width), each
+    against its own cuBLAS and peak."""
     stacked = QWidget()
     layout = QVBoxLayout(stacked)
     layout.setContentsMargins(0, 0, 0, 0)
     for group in groups:
         layout.addWidget(build_widget(group))
-    return save_widget(stacked, path, (size[0], size[1] * len(groups) * 3 // 4))
+    return stacked

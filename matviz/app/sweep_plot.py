@@ -9,6 +9,7 @@ Simulated sweeps say so in the title, in the colour the app uses for simulated d
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from matviz.core.ceilings import configuration_ceiling
 from matviz.core.metrics import peak_gflops
 from matviz.core.registry import get_kernel
 from matviz.errors import MatvizError
+from matviz.export import stop_signals
 from matviz.export.atomic import AtomicOutput
 from matviz.export.writers import PngWriter
 from matviz.sweep import OK, SweepRow
@@ -166,22 +168,29 @@ def render_plot(rows: list[SweepRow], path: str | os.PathLike[str], size=SIZE) -
     if not rows:
         raise MatvizError("nothing to plot: the sweep has no configurations")
     ensure_app()
-    return save_widget(build_widget(rows), path, size)
+    return save_widget(lambda: build_widget(rows), path, size)
 
 
-def save_widget(widget: QWidget, path: str | os.PathLike[str], size=SIZE) -> Path:
-    """A chart widget (not shown) saved as a PNG, atomically."""
-    try:
-        widget.resize(*size)
-        widget.show()
-        for _ in range(3):  # layouts settle in a few rounds
-            QCoreApplication.processEvents()
-        frame = to_rgb(widget.grab().toImage())
-    finally:
-        widget.close()
-        widget.deleteLater()
-    with AtomicOutput(path) as tmp:
-        writer = PngWriter(tmp)
-        writer.write(frame)
-        writer.close()
+def save_widget(build: Callable[[], QWidget], path: str | os.PathLike[str], size=SIZE) -> Path:
+    """The chart ``build`` makes (not shown) saved as a PNG, atomically. Ctrl-C (or SIGTERM,
+    SIGHUP) while it is built, rendered or written ends it before the file is moved into place:
+    raised inside Qt's calls it was swallowed (the chart replaced the user's file) or turned
+    into another error."""
+    with stop_signals.held() as caught:
+        widget = build()
+        try:
+            widget.resize(*size)
+            widget.show()
+            for _ in range(3):  # layouts settle in a few rounds
+                QCoreApplication.processEvents()
+            frame = to_rgb(widget.grab().toImage())
+        finally:
+            widget.close()
+            widget.deleteLater()
+        stop_signals.raise_if(caught)
+        with AtomicOutput(path) as tmp:
+            writer = PngWriter(tmp)
+            writer.write(frame)
+            writer.close()
+            stop_signals.raise_if(caught)  # inside: the half-written file is discarded
     return Path(path)

@@ -76,6 +76,23 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C; an export also ends so on SIGTERM and SIGHUP
         print("matviz: interrupted", file=sys.stderr)
         return 128 + int(getattr(exc, "signum", 2))
+    except Exception as exc:
+        # Ctrl-C inside a class body's __set_name__ (a cached_property: any module being
+        # imported) comes out as the RuntimeError it caused; it is still the interrupt
+        if not any(isinstance(e, KeyboardInterrupt) for e in _causes(exc)):
+            raise
+        print("matviz: interrupted", file=sys.stderr)
+        return 128 + 2
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exceptions that led to ``exc``, nearest first (its cause, else its context)."""
+    out: list[BaseException] = []
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None and seen not in out:
+        out.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return out
 
 
 __all__ = ["COMMANDS", "build_parser", "main"]

@@ -68,7 +68,7 @@ def run(args) -> int:
         _rewrite_readme(args.readme, table)
         print(f"updated    {args.readme}")
     if args.plot is not None:
-        with common.needs_qt("--plot"):
+        with common.needs_qt("--plot", "matviz.app.ladder_plot"):
             from matviz.app.ladder_plot import render_plot
 
             render_plot(rows, args.plot)

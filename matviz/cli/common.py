@@ -4,6 +4,7 @@ the backend choice and the Qt guard. Imports nothing heavy."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import tempfile
@@ -12,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from matviz.errors import MatvizError
+from matviz.export import stop_signals
 
 EXIT_USER_ERROR = 2
 BACKEND_CHOICES = ("auto", "cuda", "sim")
@@ -166,9 +168,16 @@ def note(text: str | None) -> None:
 
 
 @contextmanager
-def needs_qt(what: str) -> Iterator[None]:
-    """A machine without PySide6 / pyqtgraph (a bare GPU box) gets one line, not a traceback."""
+def needs_qt(what: str, *modules: str) -> Iterator[None]:
+    """A machine without PySide6 / pyqtgraph (a bare GPU box) gets one line, not a traceback.
+    Qt and ``modules`` (the block's own Qt-side imports) are imported with stop signals held:
+    Ctrl-C inside PySide6's import machinery aborted the process or was lost; it now ends the
+    command after the imports (:mod:`matviz.export.stop_signals`)."""
     try:
+        with stop_signals.held() as caught:
+            for name in ("PySide6.QtWidgets", "pyqtgraph", *modules):
+                importlib.import_module(name)
+        stop_signals.raise_if(caught)
         yield
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in QT_MODULES:

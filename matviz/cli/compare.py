@@ -46,7 +46,9 @@ def run(args) -> int:
     traces = (load_trace(args.first), load_trace(args.second))
     bandwidth = float(load_device()["copy_bandwidth_gbs"])
     started = time.perf_counter()
-    with common.needs_qt("matviz compare"):
+    with common.needs_qt(
+        "matviz compare", "matviz.app.compare_render", "matviz.app.export_render", "matviz.app.i18n"
+    ):
         from matviz.app.compare_render import CompareRenderer
 
         if args.lang:

@@ -144,7 +144,8 @@ def run(args) -> int:
                 f"--max-events {stats.max_events}, the SMs' resident-blocks counters hold all"
             )
     else:
-        with common.needs_qt("--format " + opts.format):  # Qt comes when rendering starts
+        qt_side = ("matviz.app.export_render", "matviz.app.i18n")
+        with common.needs_qt("--format " + opts.format, *qt_side):
             if args.lang:
                 from matviz.app.export_render import ensure_app
                 from matviz.app.i18n import set_language

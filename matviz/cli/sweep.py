@@ -68,7 +68,7 @@ def run(args) -> int:
     sweep.write_csv(rows, args.output)
     print(f"saved      {args.output}")
     if args.plot is not None:
-        with common.needs_qt("--plot"):
+        with common.needs_qt("--plot", "matviz.app.sweep_plot"):
             from matviz.app.sweep_plot import render_plot  # Qt only for the picture
 
             render_plot(rows, args.plot)
