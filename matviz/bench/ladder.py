@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -22,6 +22,7 @@ from matviz.core.ceilings import configuration_ceiling
 from matviz.core.metrics import peak_gflops, whole_count
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.registry import get_kernel, kernels
+from matviz.core.trace_schema import Count, InputType, Number
 from matviz.errors import MatvizError
 from matviz.paths import RESOURCE_DIR
 
@@ -306,36 +307,33 @@ def _finite(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 53
 
 
-Finite = Annotated[float, Field(strict=True, allow_inf_nan=False)]
-Whole = Annotated[int, Field(strict=True, ge=0, lt=1 << 53)]
-
-
 class LadderRow(BaseModel):
     """One rung as ``matviz bench --json`` saves it: the fields the table, the chart and the
     app read, each of the type they format it as (json reads NaN and 10**400 as numbers, and a
-    hand-edited file can put a string where a number goes). Other fields are kept."""
+    hand-edited file can put a string where a number goes), in the trace schema's types. Other
+    fields are kept."""
 
-    model_config = ConfigDict(extra="allow")
-    kernel: Annotated[str, Field(strict=True)]
-    config: Annotated[str, Field(strict=True)]
-    size: Annotated[int, Field(strict=True, ge=1, le=MAX_SIZE)]
-    params: dict[str, Annotated[int, Field(strict=True)] | Annotated[str, Field(strict=True)]] = {}
-    number: Whole | None = None
-    gflops: Finite
-    cublas_gflops: Finite
-    peak_gflops: Finite
-    pct_cublas: Finite | None = None
-    pct_peak: Finite | None = None
-    rel_error: Finite | None = None
-    overhead_l1_pct: Finite | None = None
-    overhead_l2_pct: Finite | None = None
-    ms: Finite | None = None
-    registers: Whole | None = None
-    blocks_per_sm: Whole | None = None
-    phase_every_l2: Whole | None = None
-    limiter: Annotated[str, Field(strict=True)] | None = None
-    device: Annotated[str, Field(strict=True)] | None = None
-    dtype: Literal["float32", "float16", "bfloat16"] | None = None
+    model_config = ConfigDict(extra="allow", strict=True)
+    kernel: str
+    config: str
+    size: Annotated[int, Field(ge=1, le=MAX_SIZE)]
+    params: dict[str, int | str] = {}
+    number: Count | None = None
+    gflops: Number
+    cublas_gflops: Number
+    peak_gflops: Number
+    pct_cublas: Number | None = None
+    pct_peak: Number | None = None
+    rel_error: Number | None = None
+    overhead_l1_pct: Number | None = None
+    overhead_l2_pct: Number | None = None
+    ms: Number | None = None
+    registers: Count | None = None
+    blocks_per_sm: Count | None = None
+    phase_every_l2: Count | None = None
+    limiter: str | None = None
+    device: str | None = None
+    dtype: InputType | None = None
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
