@@ -119,13 +119,13 @@ __device__ __forceinline__ void copy_step(const elem *A, const elem *B, int M, i
 }
 #endif
 
-template <bool MV_STAMPED>
+template <bool ALIGNED, bool MV_STAMPED>
 __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C, int M, int N,
                                           int K, MvTiles &sm MV_TRACE_DECL) {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;  // the warp's tile in the block's
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    const bool a_aligned = K % CHUNK == 0, b_aligned = N % CHUNK == 0;
+    const bool a_aligned = ALIGNED || K % CHUNK == 0, b_aligned = ALIGNED || N % CHUNK == 0;
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FRAGS][FRAGS];
 #pragma unroll
     for (int i = 0; i < FRAGS; ++i)
@@ -250,6 +250,17 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
         }
 }
 
+// Rows of A and B 16-byte aligned (K and N multiples of 8): a copy of the body with only the
+// cp.async path, so the k loop carries no element-by-element fallback.
+template <bool MV_STAMPED>
+__device__ __forceinline__ void wmma_dispatch(const elem *A, const elem *B, float *C, int M,
+                                              int N, int K, MvTiles &sm MV_TRACE_DECL) {
+    if (K % CHUNK == 0 && N % CHUNK == 0)
+        wmma_gemm<true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    else
+        wmma_gemm<false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+}
+
 extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_wmma(const elem *A, const elem *B,
                                                              float *C, int M, int N,
                                                              int K MV_TRACE_PARAMS) {
@@ -260,7 +271,7 @@ extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_wmma(const elem *A, cons
     MvTiles &sm = *reinterpret_cast<MvTiles *>(mv_smem);
 #endif
     MV_BLOCK_BEGIN();
-    MV_RUN(wmma_gemm, A, B, C, M, N, K, sm);
+    MV_RUN(wmma_dispatch, A, B, C, M, N, K, sm);
     MV_BLOCK_END();
 }
 
