@@ -6,6 +6,8 @@ import json
 import math
 import re
 
+import pytest
+
 from matviz.bench import ladder, readme_table
 from matviz.cli import bench
 from matviz.paths import RESOURCE_DIR
@@ -150,3 +152,38 @@ def test_a_row_that_kept_the_held_form_says_so_and_the_note_says_what_it_is():
     note = text.split("Targets:")[1]
     assert "(held): level 2's marks kept in the lanes, a step's middle mark in shared" in note
     assert "(stored)" not in note  # no row kept the stored form
+
+
+def _sass_tools() -> bool:
+    from matviz.toolchain import sass
+    from matviz.toolchain.nvcc import nvcc_path
+
+    return nvcc_path() is not None and sass.cuobjdump_path() is not None
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(not _sass_tools(), reason="needs nvcc and cuobjdump (the test extra)")
+def test_the_k_loop_table_is_what_ptxas_emits_for_the_saved_ladder():
+    from matviz.bench import sass_loops
+
+    source = "resources/bench/h200_ladder_4096.json"
+    rows = ladder.load_rows(RESOURCE_DIR / "bench" / "h200_ladder_4096.json")
+    loops = [loop for loop in map(sass_loops.k_loop, rows) if loop]
+    assert section(sass_loops.START, sass_loops.END) == sass_loops.markdown(loops, source)
+    # every SIMT rung below what its loop's issue allows, each Tensor Core rung counted by HMMA
+    assert all(loop.bound_reached < 100 for loop in loops if loop.math_op == "FFMA")
+    assert {loop.math_op for loop in loops} == {"FFMA", "HMMA"}
+
+
+def test_the_k_loop_command_refuses_a_bad_ladder_in_one_line(tmp_path, capsys):
+    from matviz.bench import sass_loops
+
+    bad = tmp_path / "ladder.json"
+    bad.write_text('[{"kernel": "tiled", "gflops": "fast"}]')
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- sassloops:start -->\nold\n<!-- sassloops:end -->\n")
+    for path in (bad, tmp_path / "missing.json"):
+        assert sass_loops.main([str(path), "--readme", str(readme)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("matviz: error: ")
+    assert "old" in readme.read_text()

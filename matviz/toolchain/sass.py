@@ -73,15 +73,47 @@ def _run(cmd: list[str], env: dict | None = None) -> str:
     return done.stdout
 
 
-def main_loop(instructions: list[Instruction]) -> list[str]:
-    """The longest loop body: from a backward branch's target to the branch."""
-    loops = []
+def loops(instructions: list[Instruction]) -> list[list[str]]:
+    """Every loop body: from a backward branch's target to the branch, in address order."""
+    found = []
     for address, text in instructions:
         branch = _BRANCH.search(text)
         if branch and int(branch[1], 16) < address:
             start = int(branch[1], 16)
-            loops.append([t for a, t in instructions if start <= a <= address])
-    return max(loops, key=len, default=[])
+            found.append([t for a, t in instructions if start <= a <= address])
+    return found
+
+
+def main_loop(instructions: list[Instruction]) -> list[str]:
+    """The longest loop body."""
+    return max(loops(instructions), key=len, default=[])
+
+
+_MATH_OPS = ("FFMA", "HMMA.", "HGMMA.")
+
+
+def opcode(text: str) -> str:
+    """The instruction's opcode with its modifiers, past any predicate (``@!P0 LDG.E.U16 ...``
+    gives ``LDG.E.U16``)."""
+    words = text.split()
+    return words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+
+
+def math_ops(body: list[str]) -> int:
+    """Multiply-add instructions (FFMA, HMMA, HGMMA) in ``body``."""
+    return sum(1 for text in body if (opcode(text) + ".").startswith(_MATH_OPS))
+
+
+def fast_loop(instructions: list[Instruction]) -> list[str]:
+    """The k loop a run on whole, 16-byte aligned tiles takes. A kernel may carry one copy of
+    its loop per case (aligned rows or not, whole tiles or not); each does the k-step's whole
+    math, and the one without the element-by-element fallback is the leanest: among the loops
+    with the most multiply-add instructions, the shortest."""
+    candidates = [body for body in loops(instructions) if math_ops(body)]
+    if not candidates:
+        return []
+    most = max(map(math_ops, candidates))
+    return min((b for b in candidates if math_ops(b) == most), key=len)
 
 
 def schedule(body: list[str]) -> list[str]:
