@@ -68,12 +68,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return COMMANDS[args.command].run(args)
     except MatvizError as exc:
+        common.end_progress_line()
         print(f"matviz: error: {common.one_line(str(exc))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except BrokenPipeError:  # e.g. `matviz kernels | head`
         sys.stdout = open(os.devnull, "w")
         return 0
     except KeyboardInterrupt as exc:  # Ctrl-C; an export also ends so on SIGTERM and SIGHUP
+        common.end_progress_line()
         print("matviz: interrupted", file=sys.stderr)
         return 128 + int(getattr(exc, "signum", 2))
     except Exception as exc:
@@ -81,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         # imported) comes out as the RuntimeError it caused; it is still the interrupt
         if not any(isinstance(e, KeyboardInterrupt) for e in _causes(exc)):
             raise
+        common.end_progress_line()
         print("matviz: interrupted", file=sys.stderr)
         return 128 + 2
 

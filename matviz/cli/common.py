@@ -167,6 +167,26 @@ def note(text: str | None) -> None:
         print(f"note: {text}", file=sys.stderr)
 
 
+_progress_open = False  # a progress line on stderr waits for its result
+
+
+def progress(text: str, finished: bool) -> None:
+    """A row's progress on stderr: ``text`` then " " while it runs, its result and the end of
+    the line when ``finished``."""
+    global _progress_open
+    print(text, end="\n" if finished else " ", file=sys.stderr, flush=True)
+    _progress_open = not finished
+
+
+def end_progress_line() -> None:
+    """End a progress line left waiting (an error or Ctrl-C while a row ran), so the message
+    that follows has its own line."""
+    global _progress_open
+    if _progress_open:
+        print(file=sys.stderr, flush=True)
+        _progress_open = False
+
+
 @contextmanager
 def needs_qt(what: str, *modules: str) -> Iterator[None]:
     """A machine without PySide6 / pyqtgraph (a bare GPU box) gets one line, not a traceback.

@@ -6,7 +6,6 @@ a parameter not given stays at the kernel's default. No Qt unless ``--plot`` ask
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import matviz.cli.common as common
@@ -56,10 +55,8 @@ def run(args) -> int:
     rows = sweep.plan(kernel.name, axes, args.M, args.N, args.K, backend, args.level)
 
     def progress(i: int, total: int, row, finished: bool) -> None:
-        if not finished:
-            print(f"[{i}/{total}] {row.label} ...", end=" ", file=sys.stderr, flush=True)
-        else:
-            print(sweep.result_text(row), file=sys.stderr, flush=True)
+        text = sweep.result_text(row) if finished else f"[{i}/{total}] {row.label} ..."
+        common.progress(text, finished)
 
     sweep.run_sweep(rows, progress, isolate=args.isolate)
     print("\n".join(sweep.table_lines(rows)))
@@ -95,10 +92,7 @@ def _tune(args) -> int:
     common.note(why)
 
     def progress(i: int, _total: int, row, finished: bool) -> None:
-        if not finished:
-            print(f"[{i}] {row.label} ...", end=" ", file=sys.stderr, flush=True)
-        else:
-            print(sweep.result_text(row), file=sys.stderr, flush=True)
+        common.progress(sweep.result_text(row) if finished else f"[{i}] {row.label} ...", finished)
 
     top, rows = sweep.tune(kernel.name, args.M, args.N, args.K, backend, args.level, progress,
                            isolate=args.isolate)  # fmt: skip
@@ -120,4 +114,3 @@ def _tune(args) -> int:
     print(f"best       {top.label}: {top.gflops:,.1f} GFLOP/s on {key}")
     print(f"saved      {path} (the default `matviz record` starts from at this size)")
     return 0
-

@@ -13,6 +13,7 @@ from matviz import cli
 from matviz.core import tuned
 from matviz.core.registry import get_kernel
 from matviz.core.trace_io import load_trace
+from matviz.errors import MatvizError
 
 SIZE = ("-M", "128", "-N", "128", "-K", "128")
 
@@ -189,3 +190,30 @@ def test_no_pruning_without_the_gpu_the_best_ran_on(monkeypatch):
     monkeypatch.setattr(sweep, "run_row", fake_run)
     _, rows = sweep.tune("mma_pipeline", 4096, 4096, 4096, "cuda", 0)
     assert all(r.status == sweep.OK for r in rows)
+
+
+@pytest.mark.parametrize("tune", [False, True])
+@pytest.mark.parametrize(
+    ("raised", "message", "code"),
+    [
+        (KeyboardInterrupt(), "matviz: interrupted", 130),
+        (MatvizError("the worker died"), "matviz: error: the worker died", 2),
+    ],  # fmt: skip
+)
+def test_a_stop_while_a_row_runs_is_its_own_line(
+    tmp_path, capsys, monkeypatch, tune, raised, message, code
+):
+    """Ctrl-C or an error while a row runs: the row's progress line ends, and the message has a
+    line of its own (it used to trail the row's "..." on the same line)."""
+    from matviz import sweep
+
+    def stop(row, **_kw):
+        raise raised
+
+    monkeypatch.setattr(sweep, "run_row", stop)
+    out = ("--tune",) if tune else ("-o", tmp_path / "s.csv")
+    code_got, _, err = run(capsys, "sweep", "tiled", *SIZE, "--backend", "sim", *out)
+    assert code_got == code
+    lines = err.splitlines()
+    assert lines[-1] == message
+    assert lines[-2].rstrip().endswith("...")
