@@ -6,6 +6,8 @@ included: :func:`matviz.core.instructions.block_costs`, checked against ncu) and
 2 x its multiply-adds of FLOP, so no schedule runs it faster than FLOP per wavefront x SMs x
 clock. Register tiling raises FLOP per wavefront; a conflict lowers it. Kernels whose shared
 traffic bypasses the load-store unit (TMA copies read by wgmma) have no such ceiling here.
+
+Issue is the other bound of an SIMT kernel: :func:`issue_ceiling`, from the k loop ptxas emits.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from matviz.core import instructions
+from matviz.core import instructions, sass_table
 from matviz.core.config import KernelConfig
 from matviz.core.metrics import peak_gflops
 from matviz.core.registry import get_kernel
@@ -67,6 +69,30 @@ def configuration_ceiling(
     except MatvizError:
         return None
     return shared_ceiling(config, device)
+
+
+@dataclass(frozen=True)
+class IssueCeiling:
+    loop: sass_table.KLoop  # ptxas's k loop, one k-step
+    gflops: float
+    peak_gflops: float  # FP32
+
+    @property
+    def pct_of_peak(self) -> float:
+        return 100.0 * self.gflops / self.peak_gflops
+
+
+def issue_ceiling(config: KernelConfig, device: dict[str, Any] | None) -> IssueCeiling | None:
+    """What issuing its k loop allows an SIMT kernel. An SM sub-partition issues one warp
+    instruction a clock, and the FP32 peak needs an FFMA in every one, so a loop whose
+    multiply-adds are x% of its instructions runs at most at x% of the peak (the k loop ptxas
+    emitted, from the bundled table). None for Tensor Core loops, which issue does not bind,
+    and for configurations the table lacks."""
+    loop = sass_table.k_loop(config.kernel.stem, config.kernel.labels(config.params))
+    if loop is None or loop.math_op != "FFMA":
+        return None
+    peak, _ = peak_gflops(device, config.input_dtype)
+    return IssueCeiling(loop, peak * loop.math_share / 100.0, peak)
 
 
 # k-step wavefronts by configuration and shape: the info box, the views' hover, the lessons,

@@ -17,7 +17,7 @@ import numpy as np
 
 from matviz.core import banks, metrics
 from matviz.core import explain_texts as txt
-from matviz.core.ceilings import shared_ceiling
+from matviz.core.ceilings import issue_ceiling, shared_ceiling
 from matviz.core.config import KernelConfig, PhaseMarks
 from matviz.core.explain_texts import TEMPLATES  # noqa: F401  (the app and tests use it here)
 from matviz.core.timeline import BlockState, Timeline
@@ -586,6 +586,15 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     level0 = (m.get("geometry") or {}).get("registers", {}).get("level_0")
     if level0 and (not occ or level0 != occ.get("registers")):
         facts.append(tr(txt.FACT_REGISTERS).format(registers=level0))
+    issue = issue_ceiling(config, m["device"])
+    if issue is not None and isinstance(ms, (int, float)) and ms > 0:
+        loop = issue.loop
+        facts.append(tr(txt.FACT_ISSUE_CEILING).format(
+            instructions=f"{loop.instructions:,g}", fmas=f"{loop.math:,g}",
+            share=f"{loop.math_share:.1f}", ceiling=f"{issue.gflops:,.0f}",
+            peak=f"{issue.peak_gflops:,.0f}",
+            reached=f"{100.0 * metrics.achieved_gflops(trace) / issue.gflops:.0f}",
+        ))  # fmt: skip
 
     if config.uses_shared:
         arrays = ", ".join(_shape_text(arr) for arr in config.shared)

@@ -246,6 +246,12 @@ FACT_REUSE = (
     "{block_reads} values for the whole block)."
 )
 FACT_REGISTERS = "The uninstrumented kernel uses {registers} registers per thread (ptxas)."
+FACT_ISSUE_CEILING = (
+    "ptxas's k loop issues {instructions} instructions a k-step, {fmas} of them FFMA ({share}%). "
+    "An SM sub-partition issues one instruction a clock and the FP32 peak needs an FFMA in every "
+    "one, so issue alone caps this configuration at {ceiling} GFLOP/s, {share}% of the {peak} "
+    "GFLOP/s peak; this run reached {reached}% of that."
+)
 FACT_SHARED_CEILING = (
     "Shared memory serves one 128-byte wavefront a clock on each SM. A block's k-step costs "
     "{wavefronts} wavefronts of shared loads and stores for {flop} FLOP ({per} FLOP a "

@@ -158,3 +158,25 @@ def test_fast_loop_is_the_leanest_loop_doing_the_whole_math() -> None:
     assert sass.math_ops(sass.main_loop(listing)) == 0
     assert sass.fast_loop(listing) == [text for a, text in listing if 0x40 <= a <= 0x70]
     assert sass.fast_loop(listing[-6:]) == []
+
+
+@pytest.mark.nvcc
+@needs_sass
+@pytest.mark.parametrize(
+    ("kernel", "params"),
+    [
+        ("tiled", {"tile": 32, "pad": 0}),
+        ("async_pipeline", {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "STAGES": 2,
+                            "pad": 4, "swizzle": 0, "split": 1, "quads": 1}),
+        ("wmma", {"BM": 128, "BN": 128, "BK": 32, "WT": 64, "PAD": 8, "STAGES": 3}),
+    ],
+    ids=str,
+)  # fmt: skip
+def test_bundled_k_loop_table_is_what_ptxas_emits_now(kernel: str, params: dict) -> None:
+    """resources/bench/sass_sm90_k_loops.json is current (python -m matviz.bench.sass_loops
+    --table), for a seed kernel, the fastest SIMT rung and a Tensor Core rung."""
+    from matviz.bench import sass_loops
+
+    k = get_kernel(kernel)
+    counted = sass_loops.count(k.configure(params, 64, 64, 64))
+    assert counted is not None and counted == sass_table.k_loop(k.stem, k.labels(params))
