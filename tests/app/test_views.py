@@ -1208,3 +1208,28 @@ def test_the_rate_plot_marks_what_shared_memory_alone_allows(views, session, nam
         # the run's rate stays under it (the curve may cross it for a moment: it counts a
         # step's FLOP while the step computes, and the ceiling its stores too)
         assert trace.manifest["stats"]["gflops"] < ceiling
+
+
+@pytest.mark.parametrize(
+    "name, shown",
+    [
+        ("naive_t16_1024.mvz", True),  # no shared memory, but a k loop of FFMA
+        ("warp_tiling_bm128_bn128_bk16_wm64_wn64_wni4_p4_1024.mvz", True),
+        ("wmma_bm128_bn128_bk32_w32_p8_1024.mvz", False),  # Tensor Cores: issue does not bind
+    ],
+)
+def test_the_rate_plot_marks_what_issuing_the_k_loop_allows(views, session, name, shown):
+    from matviz.core.ceilings import issue_ceiling
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    view = views[ThroughputView]
+    trace = load_trace(TRACE_DIR / name)
+    session.set_trace(trace)
+    line = view.rate_issue_line
+    assert line.isVisible() == shown
+    if shown:
+        issue = issue_ceiling(trace.config, trace.manifest["device"])
+        assert line.value() == pytest.approx(issue.gflops) and issue.gflops < view.peak
+        assert f"{issue.gflops:,.0f} GFLOP/s" in line.label.format
+        assert trace.manifest["stats"]["gflops"] < issue.gflops

@@ -33,6 +33,7 @@ HIGHLIGHT = (214, 0, 110)  # selected block / item outline (magenta, stands out 
 PLAYHEAD = (200, 30, 30)
 SIMULATED = (200, 90, 0)  # text colour of the 'simulated' source label
 SHARED_CEILING = (217, 115, 13)  # what shared memory alone allows (matviz.core.ceilings)
+ISSUE_CEILING = (20, 125, 95)  # what issuing its k loop allows an SIMT kernel (same module)
 EMPTY = (250, 250, 250)  # idle / unused cells
 
 # Block states: waiting grey, loading blue, computing green, done dark, running teal. The

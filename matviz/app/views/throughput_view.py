@@ -21,7 +21,13 @@ from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.core import metrics
-from matviz.core.ceilings import SharedCeiling, configuration_ceiling, shared_ceiling
+from matviz.core.ceilings import (
+    IssueCeiling,
+    SharedCeiling,
+    configuration_ceiling,
+    issue_ceiling,
+    shared_ceiling,
+)
 from matviz.core.metrics import peak_gflops
 from matviz.core.runs import RunPoint
 
@@ -112,6 +118,10 @@ class ThroughputView(Retranslating, QWidget):
         # left, clear of the peak's at the right)
         self.rate_ceiling_line = self._hline(self.rate_plot, palette.SHARED_CEILING, left=True)
         self.ceiling: SharedCeiling | None = None
+        # what issuing its k loop allows an SIMT configuration (its label at the right, below
+        # the line, clear of the peak's above it)
+        self.rate_issue_line = self._hline(self.rate_plot, palette.ISSUE_CEILING, below=True)
+        self.issue: IssueCeiling | None = None
         self.rate_curve = self.rate_plot.plot(
             pen=pg.mkPen((31, 119, 180), width=2), fillLevel=0, brush=(31, 119, 180, 60)
         )
@@ -170,10 +180,11 @@ class ThroughputView(Retranslating, QWidget):
     # -- session -> view ---------------------------------------------------------------------
     def refresh(self) -> None:
         trace = self.session.trace
-        self.ceiling = None
+        self.ceiling = self.issue = None
         if trace is not None:
             self.peak = peak_gflops(trace.manifest.get("device"), trace.dtype)[0]
             self.ceiling = shared_ceiling(trace.config, trace.manifest.get("device"))
+            self.issue = issue_ceiling(trace.config, trace.manifest.get("device"))
             centres, gflops = metrics.flop_rate(trace)
             self.rate_t_us, self.rate_gflops = centres / 1000.0, gflops
             self.rate_curve.setData(self.rate_t_us, self.rate_gflops)
@@ -356,6 +367,13 @@ class ThroughputView(Retranslating, QWidget):
             self.rate_ceiling_line.setValue(ceiling.gflops)
             self.rate_ceiling_line.label.setFormat(
                 tr("shared memory alone: {v:,.0f} GFLOP/s (model)").format(v=ceiling.gflops)
+            )
+        issue = self.issue
+        self.rate_issue_line.setVisible(issue is not None)
+        if issue is not None:
+            self.rate_issue_line.setValue(issue.gflops)
+            self.rate_issue_line.label.setFormat(
+                tr("issue alone: {v:,.0f} GFLOP/s (ptxas's k loop)").format(v=issue.gflops)
             )
         self._place_cublas_label()
         self.setToolTip(label)
