@@ -9,6 +9,7 @@ import re
 from matviz.bench import ladder, readme_table
 from matviz.cli import bench
 from matviz.core.registry import get_kernel
+from matviz.errors import MatvizError
 from matviz.paths import RESOURCE_DIR
 
 README = readme_table.README
@@ -184,3 +185,26 @@ def test_the_k_loop_command_refuses_a_bad_ladder_in_one_line(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("matviz: error: ")
     assert "old" in readme.read_text()
+
+
+def test_the_k_loop_table_is_written_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
+    """`--table --out F`: without nvcc, or into a folder that is not there, one line and exit 2,
+    and a table that was there is kept as it was."""
+    from matviz.bench import sass_loops
+    from matviz.toolchain import sass
+
+    out = tmp_path / "loops.json"
+    out.write_text('{"kept": true}')
+
+    def no_tools(*_a, **_k):
+        raise MatvizError("reading SASS needs nvcc and cuobjdump")
+
+    monkeypatch.setattr(sass, "sass", no_tools)
+    assert sass_loops.main(["--table", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert out.read_text() == '{"kept": true}'
+    monkeypatch.setattr(sass_loops, "count", lambda config: None)  # compiles nothing
+    assert sass_loops.main(["--table", "--out", str(tmp_path / "no" / "loops.json")]) == 2
+    assert capsys.readouterr().err.startswith("matviz: error: ")
+    assert sass_loops.main(["--table", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["per_k_step"] == {}

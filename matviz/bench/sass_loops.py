@@ -77,7 +77,10 @@ def write_table(out: Path) -> int:
         f"rows and whole tiles: {version.splitlines()[-1] if version else 'nvcc'}",
         "per_k_step": rows,
     }
-    out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    from matviz.export.atomic import AtomicOutput  # a failed write leaves the old table
+
+    with AtomicOutput(out) as tmp:
+        tmp.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {out}: {len(rows)} of {len(jobs)} configurations have a multiply-add loop")
     return 0
 
@@ -138,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     except MatvizError as exc:
         print(f"matviz: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the README and the table are kept (AtomicOutput)
+        print("matviz: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 
