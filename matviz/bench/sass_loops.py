@@ -21,7 +21,6 @@ import subprocess
 import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 
 from matviz.bench.ladder import LADDER_H200, load_rows
@@ -69,7 +68,7 @@ def write_table(out: Path) -> int:
         return sass_table.key(kernel.stem, kernel.labels(params)), loop
 
     with ThreadPoolExecutor(max_workers=4) as pool:  # nvcc runs in its own processes
-        rows = {key: asdict(loop) for key, loop in pool.map(row, jobs) if loop}
+        rows = {key: loop.model_dump() for key, loop in pool.map(row, jobs) if loop}
     nvcc = nvcc_path() or "nvcc"
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip()
     table = {

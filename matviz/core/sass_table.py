@@ -1,13 +1,20 @@
-"""What ptxas emitted for each configuration, from the bundled table
-(``resources/bench/sass_sm90_shared_ops.json``, written by ``python -m matviz.bench.sass_table``):
-the shared loads and stores of one warp in one k-step, by opcode. The bank model merges a
-description's accesses the way ptxas usually does; this table is what it really did."""
+"""What ptxas emitted for each configuration, from two bundled tables.
+
+``resources/bench/sass_sm90_shared_ops.json`` (``python -m matviz.bench.sass_table``): the
+shared loads and stores of one warp in one k-step, by opcode. The bank model merges a
+description's accesses the way ptxas usually does; this table is what it really did.
+
+``resources/bench/sass_sm90_k_loops.json`` (``python -m matviz.bench.sass_loops --table``): the
+instructions of one k-step of the k loop, and how many are multiply-adds (the issue ceiling,
+:func:`matviz.core.ceilings.issue_ceiling`)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from matviz.paths import RESOURCE_DIR
 
@@ -41,16 +48,16 @@ def emitted(stem: str, labels: str) -> dict[str, int] | None:
 K_LOOPS = RESOURCE_DIR / "bench" / "sass_sm90_k_loops.json"
 
 
-@dataclass(frozen=True)
-class KLoop:
+class KLoop(BaseModel):
     """One k-step of a configuration's fast k loop (aligned rows, whole tiles), level 0, as
     ptxas emitted it (``python -m matviz.bench.sass_loops --table``)."""
 
-    instructions: float
-    math_op: str  # FFMA (the FP32 pipe) or HMMA (the Tensor Cores)
-    math: float
-    shared_loads: float
-    copies: float  # global loads, cp.async copies and shared stores
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+    instructions: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    math_op: Literal["FFMA", "HMMA"]  # the FP32 pipe or the Tensor Cores
+    math: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    shared_loads: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    copies: Annotated[float, Field(ge=0, allow_inf_nan=False)]  # global loads, cp.async, STS
 
     @property
     def math_share(self) -> float:
@@ -69,12 +76,11 @@ def _k_loops() -> dict:
 def k_loop(stem: str, labels: str) -> KLoop | None:
     """The configuration's k loop, or None where the table has none (no multiply-add loop, or a
     configuration not in it)."""
-    row = _k_loops().get("per_k_step", {}).get(key(stem, labels))
+    table = _k_loops()
+    rows = table.get("per_k_step") if isinstance(table, dict) else None
+    row = rows.get(key(stem, labels)) if isinstance(rows, dict) else None
     try:
-        return KLoop(**row) if isinstance(row, dict) else None
-    except TypeError:  # a table from another version
+        loop = KLoop.model_validate(row) if row is not None else None
+    except ValidationError:  # a table from another version, or damaged
         return None
-
-
-def k_loops_source() -> str:
-    return str(_k_loops().get("source", ""))
+    return loop if loop is None or loop.math <= loop.instructions else None

@@ -178,3 +178,35 @@ def test_info_box_states_what_issue_allows_an_fp32_loop(name, stated):
         share = f"{got.loop.math_share:.1f}%"
         assert f"{got.gflops:,.0f} GFLOP/s" in text[0] and share in text[0]
         assert got.gflops == pytest.approx(got.peak_gflops * got.loop.math / got.loop.instructions)
+
+
+PARAMS_07 = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "STAGES": 2, "pad": 4,
+             "swizzle": 0, "split": 1, "quads": 1}  # fmt: skip
+KEY = "07_async_pipeline BM128 BN128 BK16 TM8 TN8 S2 P4 X0 split1 quads1"
+GOOD = {"instructions": 1215.0, "math_op": "FFMA", "math": 1024.0, "shared_loads": 67.0,
+        "copies": 10.0}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        {"per_k_step": {KEY: {**GOOD, "instructions": "1215"}}},
+        {"per_k_step": {KEY: {**GOOD, "math": 2000.0}}},  # more multiply-adds than instructions
+        {"per_k_step": {KEY: {**GOOD, "instructions": 0.0}}},
+        {"per_k_step": {KEY: {**GOOD, "math_op": "HGMMA"}}},
+        {"per_k_step": {KEY: {**GOOD, "copies": float("nan")}}},
+        {"per_k_step": {KEY: [1215, 1024]}},
+        {"per_k_step": [KEY]},
+        [],
+    ],
+)
+def test_a_damaged_k_loop_table_gives_no_issue_ceiling_and_no_error(monkeypatch, table):
+    """The info box and the throughput view read the bundled table: a damaged row is no
+    ceiling, not a traceback."""
+    from matviz.core import sass_table
+
+    monkeypatch.setattr(sass_table, "_k_loops", lambda: table)
+    config = get_kernel("async_pipeline").configure(PARAMS_07, 1024, 1024, 1024)
+    assert issue_ceiling(config, H200) is None
+    monkeypatch.setattr(sass_table, "_k_loops", lambda: {"per_k_step": {KEY: GOOD}})
+    assert issue_ceiling(config, H200).loop.math_share == pytest.approx(100 * 1024 / 1215)
