@@ -77,17 +77,17 @@ class IssueCeiling:
     gflops: float
     peak_gflops: float  # FP32
 
-    @property
-    def pct_of_peak(self) -> float:
-        return 100.0 * self.gflops / self.peak_gflops
-
 
 def issue_ceiling(config: KernelConfig, device: dict[str, Any] | None) -> IssueCeiling | None:
     """What issuing its k loop allows an SIMT kernel. An SM sub-partition issues one warp
     instruction a clock, and the FP32 peak needs an FFMA in every one, so a loop whose
     multiply-adds are x% of its instructions runs at most at x% of the peak (the k loop ptxas
     emitted, from the bundled table). None for Tensor Core loops, which issue does not bind,
-    and for configurations the table lacks."""
+    for configurations the table lacks, and on a GPU that is not sm_90: the table is ptxas's
+    for it, and another architecture gets another loop."""
+    capability = str((device or {}).get("compute_capability", "9.0"))
+    if not capability.startswith("9."):
+        return None
     loop = sass_table.k_loop(config.kernel.stem, config.kernel.labels(config.params))
     if loop is None or loop.math_op != "FFMA":
         return None

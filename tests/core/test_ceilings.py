@@ -210,3 +210,11 @@ def test_a_damaged_k_loop_table_gives_no_issue_ceiling_and_no_error(monkeypatch,
     assert issue_ceiling(config, H200) is None
     monkeypatch.setattr(sass_table, "_k_loops", lambda: {"per_k_step": {KEY: GOOD}})
     assert issue_ceiling(config, H200).loop.math_share == pytest.approx(100 * 1024 / 1215)
+
+
+def test_the_sm90_k_loops_stand_for_no_other_architecture():
+    config = get_kernel("async_pipeline").configure(PARAMS_07, 1024, 1024, 1024)
+    assert issue_ceiling(config, H200) is not None
+    assert issue_ceiling(config, dict(H200, compute_capability="9.0")) is not None
+    assert issue_ceiling(config, dict(H200, compute_capability="8.0")) is None  # an A100's SASS
+    assert issue_ceiling(config, None) is not None  # the H200's figures, as for the peak
