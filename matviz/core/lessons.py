@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from matviz.core import metrics
-from matviz.core.ceilings import shared_ceiling
+from matviz.core.ceilings import issue_ceiling, shared_ceiling
 from matviz.core.explain import dram_floor_bytes, inputs_bytes, measured_bytes, shared_reuse
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
@@ -142,8 +142,8 @@ def _work_facts(trace: Trace) -> dict[str, Any]:
 def _hierarchy_facts(trace: Trace) -> dict[str, Any]:
     """Each level of the data path (§31) where the trace knows it: what ncu measured at DRAM,
     L2 and the load instructions, the multiply-adds each value read from shared memory feeds,
-    and what shared memory alone allows (:mod:`matviz.core.ceilings`). A fact the trace lacks
-    is left out, so a step quoting it fails its test."""
+    and what shared memory alone and issuing the k loop allow (:mod:`matviz.core.ceilings`). A
+    fact the trace lacks is left out, so a step quoting it fails its test."""
     out: dict[str, Any] = {}
     measured = measured_bytes(trace.manifest)
     if measured is not None:
@@ -159,6 +159,11 @@ def _hierarchy_facts(trace: Trace) -> dict[str, Any]:
         out["smem_ceiling_gflops"] = ceiling.gflops
         out["smem_ceiling_pct_peak"] = ceiling.pct_of_peak
         out["pct_of_smem_ceiling"] = 100.0 * gflops / ceiling.gflops
+    issue = issue_ceiling(trace.config, trace.manifest.get("device"))
+    if issue is not None:  # what issuing ptxas's k loop allows an FP32 kernel
+        out["issue_instructions"] = issue.loop.instructions
+        out["issue_share"] = issue.loop.math_share
+        out["issue_ceiling_gflops"] = issue.gflops
     return out
 
 
