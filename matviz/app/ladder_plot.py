@@ -17,15 +17,17 @@ from matviz.app.sweep_plot import (
     BAR,
     BAR_WIDTH,
     CEILING_LEGEND,
+    ISSUE_LEGEND,
     SIZE,
     ceiling_marks,
     chart,
     hline,
+    issue_marks,
     save_widget,
 )
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
-from matviz.bench.ladder import by_dtype, row_dtype, shared_ceiling_pct
+from matviz.bench.ladder import by_dtype, issue_ceiling_pct, row_dtype, shared_ceiling_pct
 from matviz.errors import MatvizError
 
 TICK_CHARS = 17  # characters per line of a tick's configuration
@@ -42,12 +44,15 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     peak = float(first["peak_gflops"])
     ceilings = [None if (pct := shared_ceiling_pct(r)) is None else pct / 100.0 * peak
                 for r in rows]  # fmt: skip
+    issues = [None if (pct := issue_ceiling_pct(r)) is None else pct / 100.0 * peak
+              for r in rows]  # fmt: skip
     widget, plot = chart(
         f"<b>The ladder to cuBLAS</b> · {size}×{size}×{size} {dtype} · "
         f"<b>recorded on "
         f"{first.get('device', 'the GPU')}</b> · each kernel at its fastest measured "
         "configuration, cuBLAS in the same run"
         + (CEILING_LEGEND if any(c is not None for c in ceilings) else "")
+        + (ISSUE_LEGEND if any(c is not None for c in issues) else "")
     )
     gflops = np.array([float(r["gflops"]) for r in rows])
     x = np.arange(len(rows))
@@ -55,7 +60,7 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     plot.addItem(bars)
     cublas = float(np.median([r["cublas_gflops"] for r in rows]))
     blas = "cuBLAS SGEMM" if fp32 else f"cuBLAS on {dtype}"
-    tops = ceiling_marks(plot, ceilings, gflops, peak, peak)
+    tops = issue_marks(plot, issues, ceiling_marks(plot, ceilings, gflops, peak, peak))
     # the lines' labels go to the end whose rung labels stand lower (a short chart's right end
     # is empty), clear of the fast rungs' labels
     left = len(rows) >= MIN_SLOTS and tops[0] < tops[-1]

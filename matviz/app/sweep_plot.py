@@ -1,8 +1,9 @@
 """The sweep's bar chart (``matviz sweep --plot F.png``), drawn with pyqtgraph offscreen.
 
 One bar per configuration (GFLOP/s, value on top); a configuration that did not run has no bar
-but its status under the axis; cuBLAS and the peak for the kernel's inputs are dashed lines, and
-a dash over each bar marks what shared memory alone allows it (:mod:`matviz.core.ceilings`).
+but its status under the axis; cuBLAS and the peak for the kernel's inputs are dashed lines, a
+dash over each bar marks what shared memory alone allows it, and a dotted one what issuing its
+k loop allows an FP32 configuration (:mod:`matviz.core.ceilings`).
 Simulated sweeps say so in the title, in the colour the app uses for simulated data.
 """
 
@@ -20,7 +21,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from matviz.app.export_render import ensure_app, to_rgb
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
-from matviz.core.ceilings import configuration_ceiling
+from matviz.core.ceilings import configuration_ceiling, issue_ceiling
 from matviz.core.metrics import peak_gflops
 from matviz.core.registry import get_kernel
 from matviz.errors import MatvizError
@@ -35,6 +36,10 @@ BAR_WIDTH = 0.6
 CEILING_LEGEND = (
     f" · <span style='color:{palette.hexcolor(palette.SHARED_CEILING)}'>▬ what shared memory "
     "alone allows (model)</span>"
+)
+ISSUE_LEGEND = (
+    f" · <span style='color:{palette.hexcolor(palette.ISSUE_CEILING)}'>┅ what issuing ptxas's k "
+    "loop allows</span>"
 )
 
 
@@ -111,6 +116,32 @@ def ceiling_marks(
     return tops
 
 
+def issue_marks(plot: pg.PlotItem, values: list[float | None], tops: np.ndarray) -> np.ndarray:
+    """A dotted dash the bar's width at what issuing each FP32 bar's k loop allows (GFLOP/s;
+    None: none, a Tensor Core loop or no loop known); returns where each bar's value label
+    goes, over its dash too."""
+    tops = np.array(tops, dtype=float)
+    xs, ys = [], []
+    for i, value in enumerate(values):
+        if value is not None:
+            xs += [i - BAR_WIDTH / 2, i + BAR_WIDTH / 2]
+            ys += [value, value]
+            tops[i] = max(tops[i], value)
+    if xs:
+        pen = pg.mkPen(palette.ISSUE_CEILING, width=3, style=Qt.DotLine)
+        plot.addItem(pg.PlotDataItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
+    return tops
+
+
+def _row_issue(row: SweepRow, device: dict | None) -> float | None:
+    try:
+        config = get_kernel(row.kernel).configure(row.params, row.M, row.N, row.K)
+    except MatvizError:
+        return None
+    issue = issue_ceiling(config, device)
+    return None if issue is None else issue.gflops
+
+
 def _row_ceiling(row: SweepRow, device: dict | None) -> float | None:
     ceiling = configuration_ceiling(row.kernel, row.params, row.M, row.N, row.K, device)
     return None if ceiling is None else ceiling.gflops
@@ -129,7 +160,9 @@ def build_widget(rows: list[SweepRow]) -> QWidget:
     """The chart as a widget (not shown)."""
     device = next((r.device for r in rows if r.device), None)  # the GPU (or model) that ran
     ceilings = [_row_ceiling(r, device) for r in rows]
+    issues = [_row_issue(r, device) for r in rows]
     legend = CEILING_LEGEND if any(c is not None for c in ceilings) else ""
+    legend += ISSUE_LEGEND if any(c is not None for c in issues) else ""
     widget, plot = chart(_title(rows) + legend)
     x = np.arange(len(rows))
     gflops = np.array([r.gflops if r.status == OK and r.gflops else 0.0 for r in rows])
@@ -148,7 +181,8 @@ def build_widget(rows: list[SweepRow]) -> QWidget:
         what = "FP32" if dtype == "float32" else "Tensor Core"
         hline(plot, peak, PEAK_COLOR, f"{name} {what} peak: {peak:,.0f} GFLOP/s")
         top = max(top, peak)
-    tops = ceiling_marks(plot, ceilings, gflops, peak, 1.1 * top)
+    top = max([top] + [v for v in issues if v is not None])
+    tops = issue_marks(plot, issues, ceiling_marks(plot, ceilings, gflops, peak, 1.1 * top))
     for i, row in enumerate(rows):
         text = f"{row.gflops:,.0f}" if row.status == OK and row.gflops else row.status
         colour = palette.FOREGROUND if row.status == OK else (192, 57, 43)

@@ -8,7 +8,8 @@ import pytest
 
 from matviz import sweep
 from matviz.app.sweep_plot import build_widget
-from matviz.core.ceilings import shared_ceiling
+from matviz.app.views import palette
+from matviz.core.ceilings import issue_ceiling, shared_ceiling
 from matviz.core.registry import get_kernel
 
 
@@ -26,11 +27,19 @@ def test_padding_sweep_marks_each_configurations_ceiling(qapp):
     rows = ran("tiled_transposed", tile=[32], pad=[0, 1, 2])
     assert all(r.status == sweep.OK for r in rows)
     widget = build_widget(rows)
-    (dashes,) = items(widget, pg.PlotDataItem)
+    shared, issue = (
+        [d for d in items(widget, pg.PlotDataItem) if d.opts["pen"].color().getRgb()[:3] == c]
+        for c in (palette.SHARED_CEILING, palette.ISSUE_CEILING)
+    )
+    (dashes,) = shared
     _, y = dashes.getData()
     spec = get_kernel("tiled_transposed")
-    want = [shared_ceiling(spec.configure(r.params, 512, 512, 512), r.device).gflops for r in rows]
+    configs = [spec.configure(r.params, 512, 512, 512) for r in rows]
+    want = [shared_ceiling(c, r.device).gflops for c, r in zip(configs, rows, strict=True)]
     assert list(y[::2]) == pytest.approx(want)
+    (dots,) = issue  # and what issuing each configuration's k loop allows
+    allowed = [issue_ceiling(c, r.device).gflops for c, r in zip(configs, rows, strict=True)]
+    assert list(dots.getData()[1][::2]) == pytest.approx(allowed)
     assert want[0] < want[1]  # the conflicted P0 is capped lowest
     plot = widget.findChild(pg.PlotWidget).getPlotItem()
     assert plot.getAxis("bottom").labelText == "configuration"  # no kernel's own names
