@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from matviz.app.export_render import ensure_app, to_rgb
 from matviz.app.views import palette
 from matviz.app.views.throughput_view import CUBLAS_COLOR, PEAK_COLOR
-from matviz.core.ceilings import configuration_ceiling, issue_ceiling
+from matviz.core.ceilings import configuration_ceiling, configuration_issue_ceiling
 from matviz.core.metrics import peak_gflops
 from matviz.core.registry import get_kernel
 from matviz.errors import MatvizError
@@ -95,31 +95,29 @@ def ceiling_marks(
     above ``top`` (the chart's range) or the peak (the multiply-adds bind first) is a tag
     "↑ N" at the top of its bar. Returns where each bar's value label goes: over its bar and
     its dash."""
-    tops = np.array(heights, dtype=float)
-    xs, ys = [], []
+    below: list[float | None] = []
     for i, value in enumerate(ceilings):
-        if value is None:
-            continue
-        if value <= min(peak, top):
-            xs += [i - BAR_WIDTH / 2, i + BAR_WIDTH / 2]
-            ys += [value, value]
-            tops[i] = max(tops[i], value)
-            continue
-        tag = pg.TextItem(
-            f"↑ {value:,.0f}", color="w", fill=palette.SHARED_CEILING, anchor=(0.5, -0.1)
-        )
-        tag.setPos(i, heights[i])
-        plot.addItem(tag)
-    if xs:
-        pen = pg.mkPen(palette.SHARED_CEILING, width=4)
-        plot.addItem(pg.PlotDataItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
-    return tops
+        shown = value is not None and value <= min(peak, top)
+        below.append(value if shown else None)
+        if value is not None and not shown:
+            tag = pg.TextItem(
+                f"↑ {value:,.0f}", color="w", fill=palette.SHARED_CEILING, anchor=(0.5, -0.1)
+            )
+            tag.setPos(i, heights[i])
+            plot.addItem(tag)
+    return _dashes(plot, below, heights, pg.mkPen(palette.SHARED_CEILING, width=4))
 
 
 def issue_marks(plot: pg.PlotItem, values: list[float | None], tops: np.ndarray) -> np.ndarray:
     """A dotted dash the bar's width at what issuing each FP32 bar's k loop allows (GFLOP/s;
     None: none, a Tensor Core loop or no loop known); returns where each bar's value label
     goes, over its dash too."""
+    return _dashes(plot, values, tops, pg.mkPen(palette.ISSUE_CEILING, width=3, style=Qt.DotLine))
+
+
+def _dashes(plot: pg.PlotItem, values: list[float | None], tops: np.ndarray, pen) -> np.ndarray:
+    """A dash the bar's width at each value (None: none), drawn with ``pen``; ``tops`` raised
+    to the dashes."""
     tops = np.array(tops, dtype=float)
     xs, ys = [], []
     for i, value in enumerate(values):
@@ -128,17 +126,12 @@ def issue_marks(plot: pg.PlotItem, values: list[float | None], tops: np.ndarray)
             ys += [value, value]
             tops[i] = max(tops[i], value)
     if xs:
-        pen = pg.mkPen(palette.ISSUE_CEILING, width=3, style=Qt.DotLine)
         plot.addItem(pg.PlotDataItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
     return tops
 
 
 def _row_issue(row: SweepRow, device: dict | None) -> float | None:
-    try:
-        config = get_kernel(row.kernel).configure(row.params, row.M, row.N, row.K)
-    except MatvizError:
-        return None
-    issue = issue_ceiling(config, device)
+    issue = configuration_issue_ceiling(row.kernel, row.params, row.M, row.N, row.K, device)
     return None if issue is None else issue.gflops
 
 

@@ -18,8 +18,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from matviz.core import tuned
-from matviz.core.ceilings import issue_ceiling, shared_ceiling
-from matviz.core.config import KernelConfig
+from matviz.core.ceilings import configuration_ceiling, configuration_issue_ceiling
 from matviz.core.metrics import peak_gflops, whole_count
 from matviz.core.occupancy import occupancy_dict
 from matviz.core.registry import get_kernel, kernels
@@ -164,23 +163,20 @@ def run_ladder(
     return rows
 
 
-def _row_config(row: dict[str, Any]) -> KernelConfig | None:
-    """The row's configuration at its size; None for a row saved without its parameters, or
-    one this matviz does not have."""
+def _row_problem(row: dict[str, Any]) -> tuple[str, dict[str, Any], int, int, int] | None:
+    """The row's kernel, parameters and n x n x n shape; None for a row saved without its
+    parameters."""
     size, params = row.get("size"), row.get("params")
     if not isinstance(params, dict) or not isinstance(size, int) or not 0 < size < 1 << 20:
         return None
-    try:
-        return get_kernel(str(row["kernel"])).configure(params, size, size, size)
-    except MatvizError:
-        return None
+    return str(row["kernel"]), params, size, size, size
 
 
 def shared_ceiling_pct(row: dict[str, Any]) -> float | None:
     """What shared memory alone allows the row's kernel, in % of the peak for its inputs: a
     property of the configuration (:mod:`matviz.core.ceilings`), not a measurement."""
-    config = _row_config(row)
-    ceiling = None if config is None else shared_ceiling(config, None)
+    problem = _row_problem(row)
+    ceiling = None if problem is None else configuration_ceiling(*problem, None)
     return None if ceiling is None else ceiling.pct_of_peak
 
 
@@ -188,9 +184,9 @@ def issue_ceiling_pct(row: dict[str, Any]) -> float | None:
     """What issuing its k loop allows the row's FP32 configuration, in % of the FP32 peak: the
     FFMA share of the k loop ptxas emits for it (:func:`matviz.core.ceilings.issue_ceiling`);
     None for a Tensor Core loop or a configuration this matviz does not have."""
-    config = _row_config(row)
-    issue = None if config is None else issue_ceiling(config, None)
-    return None if issue is None else 100.0 * issue.gflops / issue.peak_gflops
+    problem = _row_problem(row)
+    issue = None if problem is None else configuration_issue_ceiling(*problem, None)
+    return None if issue is None else issue.loop.math_share
 
 
 def _cell(row: dict[str, Any], key: str) -> str:

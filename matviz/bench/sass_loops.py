@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +28,7 @@ from matviz.core.config import KernelConfig
 from matviz.core.registry import get_kernel, kernels
 from matviz.errors import MatvizError
 from matviz.toolchain import sass
-from matviz.toolchain.nvcc import nvcc_path
+from matviz.toolchain.nvcc import release
 
 START, END = "<!-- sassloops:start -->", "<!-- sassloops:end -->"
 SHARED_LOADS = ("LDS", "LDSM")
@@ -69,11 +68,9 @@ def write_table(out: Path) -> int:
 
     with ThreadPoolExecutor(max_workers=4) as pool:  # nvcc runs in its own processes
         rows = {key: loop.model_dump() for key, loop in pool.map(row, jobs) if loop}
-    nvcc = nvcc_path() or "nvcc"
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip()
     table = {
         "source": "ptxas for each kernel's architecture, level-0 build, the k loop of aligned "
-        f"rows and whole tiles: {version.splitlines()[-1] if version else 'nvcc'}",
+        f"rows and whole tiles: {release()}",
         "per_k_step": rows,
     }
     from matviz.export.atomic import AtomicOutput  # a failed write leaves the old table

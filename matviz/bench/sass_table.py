@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from matviz.core import sass_table
 from matviz.core.registry import kernels
 from matviz.toolchain import sass
-from matviz.toolchain.nvcc import DEFAULT_ARCH, nvcc_path
+from matviz.toolchain.nvcc import DEFAULT_ARCH, release
 
 
 def _row(job) -> tuple[str, dict[str, int]]:
@@ -34,11 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(k, p) for k in kernels().values() for p in k.configurations() if k.sites_at(p)]
     with ThreadPoolExecutor(max_workers=4) as pool:  # nvcc runs in its own processes
         rows = dict(pool.map(_row, jobs))
-    nvcc = nvcc_path()
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
     table = {
-        "source": f"ptxas for {DEFAULT_ARCH}, level-0 build, main k loop: "
-        f"{version.strip().splitlines()[-1] if version.strip() else 'nvcc'}",
+        "source": f"ptxas for {DEFAULT_ARCH}, level-0 build, main k loop: {release()}",
         "per_warp_and_k_step": rows,
     }
     with open(args.out, "w", encoding="utf-8") as f:

@@ -64,11 +64,26 @@ def configuration_ceiling(
     """:func:`shared_ceiling` of ``kernel`` at ``params`` for an M x N x K problem (a saved
     benchmark row, a sweep row, a run on the plot); None also where this matviz has no such
     kernel or configuration."""
+    config = _configured(kernel, params, M, N, K)
+    return None if config is None else shared_ceiling(config, device)
+
+
+def configuration_issue_ceiling(
+    kernel: str, params: Mapping[str, Any], M: int, N: int, K: int, device: dict[str, Any] | None
+) -> IssueCeiling | None:
+    """:func:`issue_ceiling` of ``kernel`` at ``params`` for an M x N x K problem, as
+    :func:`configuration_ceiling` gives the shared-memory one."""
+    config = _configured(kernel, params, M, N, K)
+    return None if config is None else issue_ceiling(config, device)
+
+
+def _configured(
+    kernel: str, params: Mapping[str, Any], M: int, N: int, K: int
+) -> KernelConfig | None:
     try:
-        config = get_kernel(kernel).configure(params, M, N, K)
+        return get_kernel(kernel).configure(params, M, N, K)
     except MatvizError:
         return None
-    return shared_ceiling(config, device)
 
 
 @dataclass(frozen=True)

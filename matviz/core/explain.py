@@ -540,6 +540,7 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
         facts.append(tr(txt.FACT_RECORDED).format(device=device, timer=timer))
 
     ms = stats.get("time_ms_median")
+    gflops = None  # the run's rate, where it was timed
     if isinstance(ms, (int, float)) and ms > 0:
         gflops = metrics.achieved_gflops(trace)
         cublas = stats.get("cublas_gflops") or m["device"].get("cublas_fp32_gflops")
@@ -587,13 +588,12 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     if level0 and (not occ or level0 != occ.get("registers")):
         facts.append(tr(txt.FACT_REGISTERS).format(registers=level0))
     issue = issue_ceiling(config, m["device"])
-    if issue is not None and isinstance(ms, (int, float)) and ms > 0:
+    if issue is not None and gflops is not None:
         loop = issue.loop
         facts.append(tr(txt.FACT_ISSUE_CEILING).format(
             instructions=f"{loop.instructions:,g}", fmas=f"{loop.math:,g}",
             share=f"{loop.math_share:.1f}", ceiling=f"{issue.gflops:,.0f}",
-            peak=f"{issue.peak_gflops:,.0f}",
-            reached=f"{100.0 * metrics.achieved_gflops(trace) / issue.gflops:.0f}",
+            peak=f"{issue.peak_gflops:,.0f}", reached=f"{100.0 * gflops / issue.gflops:.0f}",
         ))  # fmt: skip
 
     if config.uses_shared:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from matviz.paths import RESOURCE_DIR
 
@@ -25,22 +26,24 @@ def key(stem: str, labels: str) -> str:
     return f"{stem} {labels}"
 
 
-@lru_cache(maxsize=1)
-def _table() -> dict:
+@lru_cache(maxsize=4)
+def _load(path: Path) -> dict:
+    """A bundled table ({} where it is missing or not a JSON object)."""
     try:
-        return json.loads(TABLE.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def source() -> str:
-    return str(_table().get("source", ""))
+    return str(_load(TABLE).get("source", ""))
 
 
 def emitted(stem: str, labels: str) -> dict[str, int] | None:
     """Opcode -> instructions per warp and k-step, or None for a configuration not in it."""
-    rows = _table().get("per_warp_and_k_step", {})
-    row = rows.get(key(stem, labels))
+    rows = _load(TABLE).get("per_warp_and_k_step", {})
+    row = rows.get(key(stem, labels)) if isinstance(rows, dict) else None
     return {str(op): int(n) for op, n in row.items()} if isinstance(row, dict) else None
 
 
@@ -59,28 +62,29 @@ class KLoop(BaseModel):
     shared_loads: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     copies: Annotated[float, Field(ge=0, allow_inf_nan=False)]  # global loads, cp.async, STS
 
+    @model_validator(mode="after")
+    def _math_among_instructions(self) -> KLoop:
+        if self.math > self.instructions:
+            raise ValueError("more multiply-adds than instructions")
+        return self
+
     @property
     def math_share(self) -> float:
         """Multiply-adds, % of the loop's instructions."""
         return 100.0 * self.math / self.instructions
 
 
-@lru_cache(maxsize=1)
-def _k_loops() -> dict:
-    try:
-        return json.loads(K_LOOPS.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
 def k_loop(stem: str, labels: str) -> KLoop | None:
-    """The configuration's k loop, or None where the table has none (no multiply-add loop, or a
-    configuration not in it)."""
-    table = _k_loops()
-    rows = table.get("per_k_step") if isinstance(table, dict) else None
-    row = rows.get(key(stem, labels)) if isinstance(rows, dict) else None
+    """The configuration's k loop, or None where the table has none (no multiply-add loop, a
+    configuration not in it, or a damaged row)."""
+    return _k_loop_in(K_LOOPS, key(stem, labels))
+
+
+@lru_cache(maxsize=512)  # the info box, the views and the lessons ask for the same ones
+def _k_loop_in(path: Path, name: str) -> KLoop | None:
+    rows = _load(path).get("per_k_step")
+    row = rows.get(name) if isinstance(rows, dict) else None
     try:
-        loop = KLoop.model_validate(row) if row is not None else None
+        return KLoop.model_validate(row) if row is not None else None
     except ValidationError:  # a table from another version, or damaged
         return None
-    return loop if loop is None or loop.math <= loop.instructions else None

@@ -107,8 +107,16 @@ def _cache_dir() -> Path:
     return Path(base) / "matviz" / "nvcc"
 
 
+def release() -> str:
+    """The last line of ``nvcc --version`` (its build), for the tables that quote it; "nvcc"
+    where it is missing."""
+    nvcc = nvcc_path()
+    lines = nvcc_version(nvcc).strip().splitlines() if nvcc else []
+    return lines[-1] if lines else "nvcc"
+
+
 @cache
-def _nvcc_version(nvcc: str) -> str:
+def nvcc_version(nvcc: str) -> str:
     try:
         done = subprocess.run(
             [nvcc, "--version"], capture_output=True, text=True, timeout=60, check=True
@@ -127,7 +135,7 @@ def _cache_key(source: Path, entry: str, flags: list[str], arch: str, nvcc: str)
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     # The -I path is left out so checkouts in different places share entries.
     defs = [f for f in flags if not f.startswith("-I")]
-    meta = [str(_CACHE_FORMAT), arch, entry, *defs, _nvcc_version(nvcc)]
+    meta = [str(_CACHE_FORMAT), arch, entry, *defs, nvcc_version(nvcc)]
     digest.update("\0".join(meta).encode())
     return digest.hexdigest()[:32]
 

@@ -109,11 +109,9 @@ def fast_loop(instructions: list[Instruction]) -> list[str]:
     its loop per case (aligned rows or not, whole tiles or not); each does the k-step's whole
     math, and the one without the element-by-element fallback is the leanest: among the loops
     with the most multiply-add instructions, the shortest."""
-    candidates = [body for body in loops(instructions) if math_ops(body)]
-    if not candidates:
-        return []
-    most = max(map(math_ops, candidates))
-    return min((b for b in candidates if math_ops(b) == most), key=len)
+    counted = [(math_ops(body), -len(body), body) for body in loops(instructions)]
+    most, _, body = max(counted, key=lambda c: c[:2], default=(0, 0, []))
+    return body if most else []
 
 
 def schedule(body: list[str]) -> list[str]:

@@ -187,6 +187,9 @@ GOOD = {"instructions": 1215.0, "math_op": "FFMA", "math": 1024.0, "shared_loads
         "copies": 10.0}  # fmt: skip
 
 
+GOOD_TABLE = json.dumps({"per_k_step": {KEY: GOOD}})
+
+
 @pytest.mark.parametrize(
     "table",
     [
@@ -198,17 +201,22 @@ GOOD = {"instructions": 1215.0, "math_op": "FFMA", "math": 1024.0, "shared_loads
         {"per_k_step": {KEY: [1215, 1024]}},
         {"per_k_step": [KEY]},
         [],
+        GOOD_TABLE[: len(GOOD_TABLE) // 2],  # truncated
+        GOOD_TABLE.replace('"math": 1024.0', '"math": 1024.0\x00'),  # a flipped byte
     ],
 )
-def test_a_damaged_k_loop_table_gives_no_issue_ceiling_and_no_error(monkeypatch, table):
+def test_a_damaged_k_loop_table_gives_no_issue_ceiling_and_no_error(tmp_path, monkeypatch, table):
     """The info box and the throughput view read the bundled table: a damaged row is no
     ceiling, not a traceback."""
     from matviz.core import sass_table
 
-    monkeypatch.setattr(sass_table, "_k_loops", lambda: table)
+    damaged, good = tmp_path / "damaged.json", tmp_path / "good.json"
+    damaged.write_text(table if isinstance(table, str) else json.dumps(table))
+    good.write_text(GOOD_TABLE)
+    monkeypatch.setattr(sass_table, "K_LOOPS", damaged)
     config = get_kernel("async_pipeline").configure(PARAMS_07, 1024, 1024, 1024)
     assert issue_ceiling(config, H200) is None
-    monkeypatch.setattr(sass_table, "_k_loops", lambda: {"per_k_step": {KEY: GOOD}})
+    monkeypatch.setattr(sass_table, "K_LOOPS", good)
     assert issue_ceiling(config, H200).loop.math_share == pytest.approx(100 * 1024 / 1215)
 
 
