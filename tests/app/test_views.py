@@ -998,10 +998,45 @@ def test_a_low_cublas_line_keeps_its_label_inside_the_plot(qtbot, views, session
     label = view.cublas_line.label.sceneBoundingRect()
     inside = view.runs_plot.getViewBox().sceneBoundingRect()
     assert view.cublas_line.isVisible() and inside.contains(label)
-    line_y = view.runs_plot.getViewBox().mapViewToScene(
-        QPointF(0, view.cublas_line.value())
-    ).y()
+    line_y = view.runs_plot.getViewBox().mapViewToScene(QPointF(0, view.cublas_line.value())).y()
     assert label.bottom() <= line_y + 0.5  # above its line
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "register_tiling_2d_bm64_bn64_bk16_tm8_tn4_1024.mvz",  # shared memory near the peak
+        "warp_tiling_bm128_bn128_bk16_wm64_wn64_wni4_p4_1024.mvz",  # issue near the peak
+        "register_tiling_1d_bm64_bn64_bk8_tm8_1024.mvz",  # all three apart
+    ],
+)
+def test_the_rate_plots_reference_labels_stay_apart_in_a_short_plot(qtbot, views, session, name):
+    """The FLOP-rate plot as high as at 1280x720: the peak's, the issue and the shared-memory
+    labels meet no other label and no other line, inside the plot."""
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    view = views[ThroughputView]
+    view.resize(420, 580)  # the rate plot 166 px high: 182 in the 1280x720 window
+    view.show()
+    qtbot.waitExposed(view)
+    session.set_trace(load_trace(TRACE_DIR / name))
+    box = view.rate_plot.getViewBox()
+    qtbot.waitUntil(lambda: box.height() > 150)
+    qtbot.wait(50)
+    lines = [ln for ln in (view.rate_peak_line, view.rate_issue_line, view.rate_ceiling_line)
+             if ln.isVisible()]  # fmt: skip
+    assert len(lines) >= 2
+    inside = box.sceneBoundingRect()
+    for line in lines:
+        label = line.label.sceneBoundingRect()
+        assert inside.contains(label), line.label.format
+        for other in lines:
+            if other is line:
+                continue
+            assert not label.intersects(other.label.sceneBoundingRect())
+            y = box.mapViewToScene(QPointF(0, other.value())).y()
+            assert not label.top() < y < label.bottom(), (line.label.format, other.label.format)
 
 
 def _plot_texts(view) -> list[str]:

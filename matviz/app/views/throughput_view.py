@@ -38,6 +38,7 @@ LABEL_GAP_PX = 10  # at least this much space between two tick labels
 # a run's value label: above its point, else right, left or below it
 VALUE_ANCHORS = ((0.5, 1.3), (-0.15, 0.5), (1.15, 0.5), (0.5, -0.3))
 HEADROOM = 1.15  # the runs plot's top, in FP32 peaks, at least
+RATE_HEADROOM = 1.2  # the rate plot's top, in peaks: its label fits over its line at 1280x720
 
 
 def size_text(shape: tuple[int, int, int]) -> str:
@@ -96,6 +97,7 @@ class ThroughputView(Retranslating, QWidget):
         self.ticks: list[tuple[float, str]] = []  # the tick labels drawn (thinned)
         self.shown_runs: list[int] = []  # runs whose label and value are drawn
         self.runs_plot.getViewBox().sigResized.connect(self._layout_runs)
+        self.rate_plot.getViewBox().sigResized.connect(self._place_rate_labels)
         self.scatter: dict[str, pg.ScatterPlotItem] = {}
         for backend, style in palette.BACKEND_STYLE.items():
             item = pg.ScatterPlotItem(
@@ -118,9 +120,9 @@ class ThroughputView(Retranslating, QWidget):
         # left, clear of the peak's at the right)
         self.rate_ceiling_line = self._hline(self.rate_plot, palette.SHARED_CEILING, left=True)
         self.ceiling: SharedCeiling | None = None
-        # what issuing its k loop allows an SIMT configuration (its label at the right, below
-        # the line, clear of the peak's above it)
-        self.rate_issue_line = self._hline(self.rate_plot, palette.ISSUE_CEILING, below=True)
+        # what issuing its k loop allows an SIMT configuration (its label at the right, above
+        # the line: below it, it met the shared-memory label in a narrow plot)
+        self.rate_issue_line = self._hline(self.rate_plot, palette.ISSUE_CEILING)
         self.issue: IssueCeiling | None = None
         self.rate_curve = self.rate_plot.plot(
             pen=pg.mkPen((31, 119, 180), width=2), fillLevel=0, brush=(31, 119, 180, 60)
@@ -171,6 +173,24 @@ class ThroughputView(Retranslating, QWidget):
         below = below_px >= label_px or above_px < label_px
         self._place_label(self.cublas_line, below=below, left=True)
 
+    def _place_rate_labels(self) -> None:
+        """The FLOP-rate plot's reference lines from the top down (the peak, then the
+        ceilings): each label above its line where it fits under the line or label over it,
+        else below. In a plot a few lines high (1280x720) a ceiling near the peak hid the
+        peak's label, or ran its line through it."""
+        bottom, top = self.rate_plot.getViewBox().viewRange()[1]
+        px = max(self.rate_plot.getViewBox().height(), 1.0) / max(top - bottom, 1e-9)
+        label = _reference_label_px() / px  # in GFLOP/s
+        lines = [(self.rate_peak_line, False),
+                 (self.rate_issue_line, False), (self.rate_ceiling_line, True)]  # fmt: skip
+        shown = sorted((ln for ln in lines if ln[0].isVisible()), key=lambda ln: -ln[0].value())
+        bound = top  # labels and lines placed so far lie above this
+        for line, left in shown:
+            value = line.value()
+            below = value + label > bound
+            self._place_label(line, below=below, left=left)
+            bound = value - label if below else value
+
     @staticmethod
     def _place_label(line: pg.InfiniteLine, below: bool, left: bool) -> None:
         anchor = (0 if left else 1, 0 if below else 1)
@@ -190,7 +210,8 @@ class ThroughputView(Retranslating, QWidget):
             self.rate_curve.setData(self.rate_t_us, self.rate_gflops)
             span = max(trace.duration_ns, 1) / 1000.0
             self.rate_plot.setXRange(0, span, padding=0.01)
-            self.rate_plot.setYRange(0, 1.12 * max(self.peak, float(gflops.max())), padding=0)
+            rate_top = RATE_HEADROOM * max(self.peak, float(gflops.max()))
+            self.rate_plot.setYRange(0, rate_top, padding=0)
             self._on_playhead(self.session.playhead_ns)
         else:
             self.rate_curve.setData([], [])
@@ -376,6 +397,7 @@ class ThroughputView(Retranslating, QWidget):
                 tr("issue alone: {v:,.0f} GFLOP/s (ptxas's k loop)").format(v=issue.gflops)
             )
         self._place_cublas_label()
+        self._place_rate_labels()
         self.setToolTip(label)
 
     def _on_playhead(self, ns: int) -> None:
