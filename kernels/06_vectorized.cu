@@ -62,9 +62,11 @@ struct __align__(16) MvTiles {
     float Bs[BK][BN];
 };
 
-// ALIGNED: K and N are multiples of 4, so every row of A, B and C starts 16-byte aligned. The
-// kernel picks the copy once; inside the k loop a per-load test made ptxas keep both paths.
-template <bool ALIGNED, bool MV_STAMPED>
+// ALIGNED: K and N are multiples of 4, so every row of A, B and C starts 16-byte aligned. FULL:
+// M, N and K are multiples of BM, BN and BK, so no load needs a bounds test (sm_90, P4 split
+// quads: 1,121 instructions a k-step instead of 1,139). The kernel picks the copy once; inside
+// the k loop a per-load test made ptxas keep both paths.
+template <bool ALIGNED, bool FULL, bool MV_STAMPED>
 __device__ __forceinline__ void vectorized_body(const float *A, const float *B, float *C, int M,
                                                 int N, int K, MvTiles &sm MV_TRACE_DECL) {
     const int tid = threadIdx.x;
@@ -90,7 +92,7 @@ __device__ __forceinline__ void vectorized_body(const float *A, const float *B, 
 #pragma unroll
         for (int i = 0; i < BM * BK / 4 / THREADS; ++i) {
             const int f = tid + i * THREADS, r = f / (BK / 4), c = f % (BK / 4) * 4;
-            const float4 v = load4<ALIGNED>(A, row0 + r, t * BK + c, M, K);
+            const float4 v = load4<ALIGNED, FULL>(A, row0 + r, t * BK + c, M, K);
             sm.As[c + 0][AS_COL(c + 0, r)] = v.x;
             MV_PROBE(MV_SITE_st_As + 4 * i + 0, &sm.As[c + 0][AS_COL(c + 0, r)]);
             sm.As[c + 1][AS_COL(c + 1, r)] = v.y;
@@ -104,7 +106,7 @@ __device__ __forceinline__ void vectorized_body(const float *A, const float *B, 
         for (int i = 0; i < BK * BN / 4 / THREADS; ++i) {
             const int f = tid + i * THREADS, r = f / (BN / 4), c = f % (BN / 4) * 4;
             *reinterpret_cast<float4 *>(&sm.Bs[r][c]) =
-                load4<ALIGNED>(B, t * BK + r, col0 + c, K, N);
+                load4<ALIGNED, FULL>(B, t * BK + r, col0 + c, K, N);
             MV_PROBE(MV_SITE_st_Bs + i, &sm.Bs[r][c]);
         }
         MV_ARRIVE(t, 0);
@@ -167,10 +169,13 @@ __device__ __forceinline__ void vectorized_body(const float *A, const float *B, 
 template <bool MV_STAMPED>
 __device__ __forceinline__ void vectorized(const float *A, const float *B, float *C, int M,
                                            int N, int K, MvTiles &sm MV_TRACE_DECL) {
-    if (K % 4 == 0 && N % 4 == 0)
-        vectorized_body<true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    // one copy of the body per case, so that the k loop of whole tiles tests no bounds
+    if (M % BM == 0 && N % BN == 0 && K % BK == 0)
+        vectorized_body<true, true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    else if (K % 4 == 0 && N % 4 == 0)
+        vectorized_body<true, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
     else
-        vectorized_body<false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+        vectorized_body<false, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
 }
 
 extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_vectorized(const float *A, const float *B,

@@ -47,6 +47,8 @@ KERNEL = Kernel(
     # and the element-wise copies of A cost issue slots that 06's float4 loads do not. With
     # the B loads free of conflicts it is (H100, 4096^3, level 0, one process): 39.3 TFLOP/s
     # here, 43.7 split, 43.6 quads, 44.4 both; S2 P4 X0 with both 44.7, 86.9% of cuBLAS.
+    # With a copy of the body for whole tiles (no bounds tests in the k loop), S2 P0 X1 split
+    # quads ran 44.8-45.2 against 44.0-44.2 TFLOP/s beside the old build (H100, one process).
     params=(
         param("BM"),
         param("BN"),
@@ -98,5 +100,5 @@ KERNEL = Kernel(
         in_flight=lambda p: p.STAGES,
     ),
     work=one_d.work,
-    registers=125,  # ptxas, level 0, default parameters (capped at 128: two blocks per SM)
+    registers=128,  # ptxas, level 0, default parameters (capped at 128: two blocks per SM)
 )
