@@ -1008,21 +1008,30 @@ def test_a_low_cublas_line_keeps_its_label_inside_the_plot(qtbot, views, session
         "register_tiling_2d_bm64_bn64_bk16_tm8_tn4_1024.mvz",  # shared memory near the peak
         "warp_tiling_bm128_bn128_bk16_wm64_wn64_wni4_p4_1024.mvz",  # issue near the peak
         "register_tiling_1d_bm64_bn64_bk8_tm8_1024.mvz",  # all three apart
+        "async_pipeline_bm128_bn128_bk16_tm8_tn8_s3_p0_x1_1024.mvz",  # three within 16,000
     ],
 )
-def test_the_rate_plots_reference_labels_stay_apart_in_a_short_plot(qtbot, views, session, name):
-    """The FLOP-rate plot as high as at 1280x720: the peak's, the issue and the shared-memory
-    labels meet no other label and no other line, inside the plot."""
+@pytest.mark.parametrize(
+    ("view_height", "plot_px"),
+    [(640, 175), (470, 110)],  # the rate plot as in the 1280x720 (182 px), 1920x1080 (118) window
+    ids=["1280x720", "1920x1080"],
+)
+def test_the_rate_plots_reference_labels_stay_apart_in_a_short_plot(
+    qtbot, views, session, name, view_height, plot_px
+):
+    """The FLOP-rate plot as high as at 1280x720 or in the 1920x1080 window's corner: the
+    peak's, the issue and the shared-memory labels meet no other label and no other line,
+    inside the plot."""
     from matviz.core.trace_io import load_trace
     from matviz.paths import TRACE_DIR
 
     view = views[ThroughputView]
-    view.resize(420, 640)  # the rate plot about as high as in the 1280x720 window (182 px)
+    view.resize(420, view_height)
     view.show()
     qtbot.waitExposed(view)
     session.set_trace(load_trace(TRACE_DIR / name))
     box = view.rate_plot.getViewBox()
-    qtbot.waitUntil(lambda: box.height() > 175)
+    qtbot.waitUntil(lambda: box.height() > plot_px)
     qtbot.wait(50)
     lines = [ln for ln in (view.rate_peak_line, view.rate_issue_line, view.rate_ceiling_line)
              if ln.isVisible()]  # fmt: skip

@@ -39,6 +39,8 @@ LABEL_GAP_PX = 10  # at least this much space between two tick labels
 VALUE_ANCHORS = ((0.5, 1.3), (-0.15, 0.5), (1.15, 0.5), (0.5, -0.3))
 HEADROOM = 1.15  # the runs plot's top, in FP32 peaks, at least
 RATE_HEADROOM = 1.2  # the rate plot's top, in peaks: its label fits over its line at 1280x720
+LEFT_END, RIGHT_END = 0.01, 0.99  # where along a reference line its label sits
+MAX_STACK_SHARE = 0.7  # stacked reference labels may take at most this much of the rate plot
 
 
 def size_text(shape: tuple[int, int, int]) -> str:
@@ -77,6 +79,7 @@ class ThroughputView(Retranslating, QWidget):
         self.rate_t_us = np.zeros(0)
         self.rate_gflops = np.zeros(0)
         self.peak = peak_gflops(None)[0]
+        self._rate_top = RATE_HEADROOM * self.peak  # the FLOP-rate plot's top, before labels
         self._value_texts: list[pg.TextItem] = []
 
         self.placeholder = QLabel(alignment=Qt.AlignCenter)
@@ -151,7 +154,7 @@ class ThroughputView(Retranslating, QWidget):
             pen=pg.mkPen(color, width=1.5, style=Qt.DashLine),
             label="",
             labelOpts={
-                "position": 0.01 if left else 0.99,
+                "position": LEFT_END if left else RIGHT_END,
                 "color": color,
                 "fill": (255, 255, 255, 235),  # readable over points and value labels
             },
@@ -177,25 +180,51 @@ class ThroughputView(Retranslating, QWidget):
         """The FLOP-rate plot's reference lines from the top down (the peak, then the
         ceilings): each label above its line where it fits under the line or label over it,
         else below. In a plot a few lines high (1280x720) a ceiling near the peak hid the
-        peak's label, or ran its line through it."""
-        bottom, top = self.rate_plot.getViewBox().viewRange()[1]
-        px = max(self.rate_plot.getViewBox().height(), 1.0) / max(top - bottom, 1e-9)
-        label = _reference_label_px() / px  # in GFLOP/s
-        lines = [(self.rate_peak_line, False),
-                 (self.rate_issue_line, False), (self.rate_ceiling_line, True)]  # fmt: skip
-        shown = sorted((ln for ln in lines if ln[0].isVisible()), key=lambda ln: -ln[0].value())
-        bound = top  # labels and lines placed so far lie above this
-        for line, left in shown:
-            value = line.value()
-            below = value + label > bound
-            self._place_label(line, below=below, left=left)
-            bound = value - label if below else value
+        peak's label, or ran its line through it. Where a label would still meet a line or
+        another label (lines closer together than a label is high: kernel 07's issue bound
+        under the peak in a 110-px plot), the labels are stacked over the top line instead,
+        in the lines' order, and the plot is raised to hold them."""
+        box = self.rate_plot.getViewBox()
+        bottom = 0.0
+        height = max(box.height(), 1.0)
+        shown = sorted((ln for ln in self._rate_lines() if ln[0].isVisible()),
+                       key=lambda ln: -ln[0].value())  # fmt: skip
+        # a label's height: its text as drawn, at least a line of text and its frame
+        label_px = max(
+            [_reference_label_px()] + [ln.label.boundingRect().height() + 1 for ln, _ in shown]
+        )
+        top = self._rate_top
+        placed, clear = _beside_lines([ln.value() for ln, _ in shown], label_px * top / height, top)
+        # the share of the plot stacked labels take, 2 px clear of its top
+        stack_share = (len(shown) * label_px + 2) / height
+        if not clear and stack_share < MAX_STACK_SHARE:
+            top = max(top, shown[0][0].value() / (1.0 - stack_share))
+            self._stack_labels([ln for ln, _ in shown], height / top, label_px)
+        else:
+            for (line, left), below in zip(shown, placed, strict=True):
+                self._place_label(line, below=below, left=left)
+        self.rate_plot.setYRange(bottom, top, padding=0)
+
+    def _rate_lines(self) -> list[tuple[pg.InfiniteLine, bool]]:
+        """The rate plot's reference lines, each with whether its label sits at the left."""
+        return [(self.rate_peak_line, False), (self.rate_issue_line, False),
+                (self.rate_ceiling_line, True)]  # fmt: skip
 
     @staticmethod
     def _place_label(line: pg.InfiniteLine, below: bool, left: bool) -> None:
         anchor = (0 if left else 1, 0 if below else 1)
         line.label.anchors = [anchor, anchor]
-        line.label.updatePosition()
+        line.label.setPosition(LEFT_END if left else RIGHT_END)  # updates it
+
+    @staticmethod
+    def _stack_labels(lines: list[pg.InfiniteLine], px_per_unit: float, row_px: float) -> None:
+        """Labels right-aligned over the top line, a row each, the top line's highest."""
+        top = lines[0].value()
+        for row, line in enumerate(reversed(lines)):
+            up_px = (top - line.value()) * px_per_unit + row * row_px  # from its own line
+            text_px = max(line.label.boundingRect().height(), 1.0)
+            line.label.anchors = [(1, 1 + up_px / text_px)] * 2
+            line.label.setPosition(RIGHT_END)
 
     # -- session -> view ---------------------------------------------------------------------
     def refresh(self) -> None:
@@ -210,8 +239,8 @@ class ThroughputView(Retranslating, QWidget):
             self.rate_curve.setData(self.rate_t_us, self.rate_gflops)
             span = max(trace.duration_ns, 1) / 1000.0
             self.rate_plot.setXRange(0, span, padding=0.01)
-            rate_top = RATE_HEADROOM * max(self.peak, float(gflops.max()))
-            self.rate_plot.setYRange(0, rate_top, padding=0)
+            self._rate_top = RATE_HEADROOM * max(self.peak, float(gflops.max()))
+            self.rate_plot.setYRange(0, self._rate_top, padding=0)
             self._on_playhead(self.session.playhead_ns)
         else:
             self.rate_curve.setData([], [])
@@ -455,6 +484,21 @@ class ThroughputView(Retranslating, QWidget):
             else legend
         )
         self._update_lines()
+
+
+def _beside_lines(values: list[float], label: float, top: float) -> tuple[list[bool], bool]:
+    """Each label next to its own line (lines from the top down): above where it fits under
+    ``top`` and the line or label over it, else below (True). Also whether every label is
+    clear: inside the plot and meeting no other line or label (``label``: its height)."""
+    placed: list[bool] = []
+    bound, clear = top, True  # labels and lines placed so far lie above bound
+    for i, value in enumerate(values):
+        below = value + label > bound
+        low, high = (value - label, value) if below else (value, value + label)
+        clear &= low >= 0.0 and not any(low < other < high for other in values[i + 1 :])
+        placed.append(below)
+        bound = low
+    return placed, clear
 
 
 def _reference_label_px() -> int:
