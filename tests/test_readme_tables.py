@@ -209,3 +209,33 @@ def test_the_k_loop_table_is_written_whole_or_not_at_all(tmp_path, capsys, monke
     assert capsys.readouterr().err.startswith("matviz: error: ")
     assert sass_loops.main(["--table", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["per_k_step"] == {}
+
+
+def test_the_shared_ops_table_is_written_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
+    """`python -m matviz.bench.sass_table --out F`: without nvcc, into a folder that is not
+    there, or interrupted, one line and exit 2 (130), and a table that was there is kept."""
+    from matviz.bench import sass_table as shared_ops
+    from matviz.toolchain import sass
+
+    out = tmp_path / "ops.json"
+    out.write_text('{"kept": true}')
+
+    def no_tools(*_a, **_k):
+        raise MatvizError("reading SASS needs nvcc and cuobjdump")
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sass, "sass", no_tools)
+    assert shared_ops.main(["--out", str(out)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    monkeypatch.setattr(sass, "sass", interrupted)
+    assert shared_ops.main(["--out", str(out)]) == 130
+    assert capsys.readouterr().err == "matviz: interrupted\n"
+    assert out.read_text() == '{"kept": true}'
+    monkeypatch.setattr(shared_ops, "_row", lambda job: ("k", {}))  # compiles nothing
+    assert shared_ops.main(["--out", str(tmp_path / "no" / "ops.json")]) == 2
+    assert capsys.readouterr().err.startswith("matviz: error: ")
+    assert shared_ops.main(["--out", str(out)]) == 0
+    assert json.loads(out.read_text())["per_warp_and_k_step"] == {"k": {}}
+    assert [p.name for p in tmp_path.iterdir()] == ["ops.json"]  # no temporary left

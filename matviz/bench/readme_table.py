@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+from matviz.bench import run_script
 from matviz.bench.ladder import by_dtype, measured, read_rows, row_device, row_dtype
 from matviz.core.metrics import whole_count
 from matviz.core.sampling import OVERHEAD_TARGET_PCT
@@ -125,8 +126,6 @@ def _form(row: dict, tag: str) -> str:
     return f" ({label})" if label else ""
 
 
-
-
 def load_rows(path: Path) -> list[dict]:
     """The rows ``python -m matviz.bench.kernels --json`` saved; MatvizError if not."""
 
@@ -158,23 +157,17 @@ def rewrite_section(path: Path, start: str, end: str, body: str, max_bytes: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from matviz.errors import MatvizError
-
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("bench_json", type=Path, nargs="+")
     parser.add_argument("--readme", type=Path, default=README)
     args = parser.parse_args(argv)
-    try:
+
+    def work() -> None:
         tables = [table(load_rows(path), path.as_posix()) for path in args.bench_json]
         rewrite_section(args.readme, START, END, "\n\n".join(tables))
-    except MatvizError as exc:
-        print(f"readme_table: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # the README is kept (AtomicOutput), as every matviz command
-        print("readme_table: interrupted", file=sys.stderr)
-        return 130
-    print(f"updated {args.readme}")
-    return 0
+        print(f"updated {args.readme}")
+
+    return run_script("readme_table", work)  # the README is kept (AtomicOutput)
 
 
 if __name__ == "__main__":

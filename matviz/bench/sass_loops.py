@@ -16,17 +16,17 @@ instructions say nothing of the Tensor Cores' rate.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from matviz.bench import run_script
 from matviz.bench.ladder import LADDER_H200, load_rows
+from matviz.bench.sass_table import write as write_json_table
 from matviz.core import sass_table
 from matviz.core.config import KernelConfig
 from matviz.core.registry import get_kernel, kernels
-from matviz.errors import MatvizError
 from matviz.toolchain import sass
 from matviz.toolchain.nvcc import release
 
@@ -66,18 +66,18 @@ def write_table(out: Path) -> int:
         loop = count(kernel.configure(params, 64, 64, 64))  # the code is the same at any size
         return sass_table.key(kernel.stem, kernel.labels(params)), loop
 
-    with ThreadPoolExecutor(max_workers=4) as pool:  # nvcc runs in its own processes
-        rows = {key: loop.model_dump() for key, loop in pool.map(row, jobs) if loop}
-    table = {
-        "source": "ptxas for each kernel's architecture, level-0 build, the k loop of aligned "
-        f"rows and whole tiles: {release()}",
-        "per_k_step": rows,
-    }
-    from matviz.export.atomic import AtomicOutput  # a failed write leaves the old table
+    def table() -> dict:
+        with ThreadPoolExecutor(max_workers=4) as pool:  # nvcc runs in its own processes
+            rows = {key: loop.model_dump() for key, loop in pool.map(row, jobs) if loop}
+        return {
+            "source": "ptxas for each kernel's architecture, level-0 build, the k loop of "
+            f"aligned rows and whole tiles: {release()}",
+            "per_k_step": rows,
+        }
 
-    with AtomicOutput(out) as tmp:
-        tmp.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {out}: {len(rows)} of {len(jobs)} configurations have a multiply-add loop")
+    written = write_json_table(out, table)  # a failed write leaves the old table
+    rows = len(written["per_k_step"])
+    print(f"wrote {out}: {rows} of {len(jobs)} configurations have a multiply-add loop")
     return 0
 
 
@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", action="store_true", help="write the table (needs nvcc)")
     parser.add_argument("--out", type=Path, default=sass_table.K_LOOPS)
     args = parser.parse_args(argv)
-    try:
+
+    def work() -> int:
         if args.table:
             return write_table(args.out)
         rows = load_rows(Path(args.ladder))
@@ -134,13 +135,9 @@ def main(argv: list[str] | None = None) -> int:
             from matviz.bench.readme_table import rewrite_section
 
             rewrite_section(args.readme, START, END, text)
-    except MatvizError as exc:
-        print(f"matviz: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # the README and the table are kept (AtomicOutput)
-        print("matviz: interrupted", file=sys.stderr)
-        return 130
-    return 0
+        return 0
+
+    return run_script("matviz", work)  # the README and the table are kept (AtomicOutput)
 
 
 if __name__ == "__main__":

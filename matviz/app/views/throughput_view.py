@@ -127,6 +127,9 @@ class ThroughputView(Retranslating, QWidget):
         # the line: below it, it met the shared-memory label in a narrow plot)
         self.rate_issue_line = self._hline(self.rate_plot, palette.ISSUE_CEILING)
         self.issue: IssueCeiling | None = None
+        # the rate plot's reference lines, each with whether its label sits at the left
+        self.rate_lines = [(self.rate_peak_line, False), (self.rate_issue_line, False),
+                           (self.rate_ceiling_line, True)]  # fmt: skip
         self.rate_curve = self.rate_plot.plot(
             pen=pg.mkPen((31, 119, 180), width=2), fillLevel=0, brush=(31, 119, 180, 60)
         )
@@ -184,31 +187,21 @@ class ThroughputView(Retranslating, QWidget):
         another label (lines closer together than a label is high: kernel 07's issue bound
         under the peak in a 110-px plot), the labels are stacked over the top line instead,
         in the lines' order, and the plot is raised to hold them."""
-        box = self.rate_plot.getViewBox()
-        bottom = 0.0
-        height = max(box.height(), 1.0)
-        shown = sorted((ln for ln in self._rate_lines() if ln[0].isVisible()),
+        height = max(self.rate_plot.getViewBox().height(), 1.0)
+        shown = sorted((ln for ln in self.rate_lines if ln[0].isVisible()),
                        key=lambda ln: -ln[0].value())  # fmt: skip
-        # a label's height: its text as drawn, at least a line of text and its frame
-        label_px = max(
-            [_reference_label_px()] + [ln.label.boundingRect().height() + 1 for ln, _ in shown]
-        )
+        label_px = _reference_label_px()
         top = self._rate_top
         placed, clear = _beside_lines([ln.value() for ln, _ in shown], label_px * top / height, top)
-        # the share of the plot stacked labels take, 2 px clear of its top
-        stack_share = (len(shown) * label_px + 2) / height
+        row_px = label_px + 1  # a stacked label's row: 1 px apart, and clear of the plot's top
+        stack_share = (len(shown) * row_px + 1) / height  # of the plot
         if not clear and stack_share < MAX_STACK_SHARE:
             top = max(top, shown[0][0].value() / (1.0 - stack_share))
-            self._stack_labels([ln for ln, _ in shown], height / top, label_px)
+            self._stack_labels([ln for ln, _ in shown], height / top, row_px)
         else:
             for (line, left), below in zip(shown, placed, strict=True):
                 self._place_label(line, below=below, left=left)
-        self.rate_plot.setYRange(bottom, top, padding=0)
-
-    def _rate_lines(self) -> list[tuple[pg.InfiniteLine, bool]]:
-        """The rate plot's reference lines, each with whether its label sits at the left."""
-        return [(self.rate_peak_line, False), (self.rate_issue_line, False),
-                (self.rate_ceiling_line, True)]  # fmt: skip
+        self.rate_plot.setYRange(0, top, padding=0)
 
     @staticmethod
     def _place_label(line: pg.InfiniteLine, below: bool, left: bool) -> None:
