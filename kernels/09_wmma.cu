@@ -87,10 +87,11 @@ __device__ __forceinline__ uint4 load_chunk(const elem *src, int rows, int cols,
 #if STAGES > 1
 // The chunk at (r, c) into shared memory ahead of its k-step: one cp.async where rows are
 // 16-byte aligned (zero-filled outside), else through registers, element by element (§26).
+template <bool FULL>
 __device__ __forceinline__ void copy_chunk(elem *to, const elem *src, int rows, int cols, int r,
                                            int c, bool aligned) {
     if (aligned) {
-        const bool in = r < rows && c < cols;
+        const bool in = FULL || (r < rows && c < cols);
         cp_async16(to, in ? src + (size_t)r * cols + c : src, in);
     } else {
         *reinterpret_cast<uint4 *>(to) = load_chunk(src, rows, cols, r, c, false);
@@ -98,28 +99,31 @@ __device__ __forceinline__ void copy_chunk(elem *to, const elem *src, int rows, 
 }
 
 // The copies of k-step `step` into slot `slot` (chunks as in the synchronous copy below).
+template <bool FULL>
 __device__ __forceinline__ void copy_step(const elem *A, const elem *B, int M, int N, int K,
                                           MvTiles &sm, int step, int slot, bool a_aligned,
                                           bool b_aligned MV_TRACE_DECL) {
+    constexpr int CA = BK / CHUNK, CB = BN / CHUNK;
+    static_assert(THREADS % CA == 0 && THREADS % CB == 0, "a thread keeps its chunk column");
     const int tid = threadIdx.x;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     MV_PROBE_BEGIN(step, &sm);
 #pragma unroll
     for (int i = 0; i < BM * BK / CHUNK / THREADS; ++i) {
-        const int e = tid + i * THREADS, r = e / (BK / CHUNK), c = e % (BK / CHUNK) * CHUNK;
-        copy_chunk(&sm.As[slot][r][c], A, M, K, row0 + r, step * BK + c, a_aligned);
+        const int r = tid / CA + i * (THREADS / CA), c = tid % CA * CHUNK;
+        copy_chunk<FULL>(&sm.As[slot][r][c], A, M, K, row0 + r, step * BK + c, a_aligned);
         MV_PROBE(MV_SITE_st_As + i, &sm.As[slot][r][c]);
     }
 #pragma unroll
     for (int i = 0; i < BK * BN / CHUNK / THREADS; ++i) {
-        const int e = tid + i * THREADS, r = e / (BN / CHUNK), c = e % (BN / CHUNK) * CHUNK;
-        copy_chunk(&sm.Bs[slot][r][c], B, K, N, step * BK + r, col0 + c, b_aligned);
+        const int r = tid / CB + i * (THREADS / CB), c = tid % CB * CHUNK;
+        copy_chunk<FULL>(&sm.Bs[slot][r][c], B, K, N, step * BK + r, col0 + c, b_aligned);
         MV_PROBE(MV_SITE_st_Bs + i, &sm.Bs[slot][r][c]);
     }
 }
 #endif
 
-template <bool ALIGNED, bool MV_STAMPED>
+template <bool ALIGNED, bool FULL, bool MV_STAMPED>
 __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C, int M, int N,
                                           int K, MvTiles &sm MV_TRACE_DECL) {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -145,7 +149,7 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < num_tiles) {
             MV_STEP_OPEN(0, s);
-            copy_step(A, B, M, N, K, sm, s, s, a_aligned, b_aligned MV_TRACE_FORWARD);
+            copy_step<FULL>(A, B, M, N, K, sm, s, s, a_aligned, b_aligned MV_TRACE_FORWARD);
         }
         cp_async_commit();
     }
@@ -185,7 +189,8 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
         const int next = t + STAGES - 1;
         if (next < num_tiles) {
             MV_STEP_OPEN(0, next);
-            copy_step(A, B, M, N, K, sm, next, write_slot, a_aligned, b_aligned MV_TRACE_FORWARD);
+            copy_step<FULL>(A, B, M, N, K, sm, next, write_slot, a_aligned,
+                            b_aligned MV_TRACE_FORWARD);
         }
         cp_async_commit();
         MV_STEP_BEGIN(1, t);
@@ -255,10 +260,12 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
 template <bool MV_STAMPED>
 __device__ __forceinline__ void wmma_dispatch(const elem *A, const elem *B, float *C, int M,
                                               int N, int K, MvTiles &sm MV_TRACE_DECL) {
-    if (K % CHUNK == 0 && N % CHUNK == 0)
-        wmma_gemm<true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    if (M % BM == 0 && N % BN == 0 && K % BK == 0)
+        wmma_gemm<true, true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    else if (K % CHUNK == 0 && N % CHUNK == 0)
+        wmma_gemm<true, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
     else
-        wmma_gemm<false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+        wmma_gemm<false, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
 }
 
 extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_wmma(const elem *A, const elem *B,

@@ -4,10 +4,12 @@
 // warp tile, held as (WM/16) x (WN/8) m16n8 accumulator fragments (fp32) in its registers.
 // Per 16-deep slice a warp loads each 16x16 fragment of A with one ldmatrix.x4 and each pair of
 // 16x8 fragments of B with one ldmatrix.x4.trans (B is k x n, row-major), then issues one
-// mma.sync per (A, B) pair. Shared memory holds STAGES slots of the tiles: the copies of step
-// t + STAGES - 1 go out (16-byte cp.async) while step t computes, one barrier per step (as
-// kernel 07). The swizzle moves each 16-byte chunk of a row to chunk c ^ f(row), so the eight
-// rows one ldmatrix phase reads lie in eight different 16-byte bank groups:
+// mma.sync per (A, B) pair. Shared memory holds STAGES slots of the tiles, one barrier per step
+// (as kernel 07). Fragments come in two sets, so each slice's ldmatrix go out before the
+// mma.sync of the slice before it; the barrier that lands step t + 1 comes before step t's last
+// mma.sync, and the copies of step t + STAGES (16-byte cp.async) go out right after it, into
+// the slot step t has left. The swizzle moves each 16-byte chunk of a row to chunk c ^ f(row),
+// so the eight rows one ldmatrix phase reads lie in eight different 16-byte bank groups:
 //   As[m][k] (64-byte rows, two per 128 bytes): chunk ^ (m / 2) % 4
 //   Bs[k][n] (256 or 512-byte rows, all in the same banks): chunk ^ k % 8
 // The elements are moved as 16-bit patterns (fp16 or bf16, BF16 picks the mma's type), so no
@@ -55,12 +57,14 @@ typedef unsigned short elem;  // an fp16 or bf16 element, moved as its bits
 #define MI (WM / 16)  // m16 fragments per warp along M
 #define NI (WN / 8)   // n8 fragments per warp along N
 #define CHUNK 8       // elements in one 16-byte copy
+#define KK (BK / 16)  // 16-deep slices per k-step
 
-static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0,
+static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 64 == 0,
               "warp tiles of whole fragments (B's in pairs: one ldmatrix.x4 loads two)");
 static_assert(BK % 32 == 0 && BN % 64 == 0, "rows of at least four 16-byte chunks (swizzle)");
 static_assert((BM * BK / CHUNK) % THREADS == 0 && (BK * BN / CHUNK) % THREADS == 0,
               "every thread copies the same number of 16-byte chunks");
+static_assert(KK % 2 == 0, "slices alternate between two fragment sets, step after step");
 static_assert(STAGES >= 2 && STAGES <= 17, "2 to 17 stages (trace.cuh's copy channel)");
 
 #if SWIZZLE
@@ -87,11 +91,11 @@ static_assert(sizeof(MvTiles) == MV_SMEM_BYTES, "shared memory differs from the 
 // The 16-byte chunk at (r, c) of a row-major rows x cols matrix into shared memory. Aligned rows
 // (cols % 8 == 0): one cp.async, zero-filled outside. Otherwise a chunk is not 16-byte aligned
 // and cp.async copies at least 4 bytes, so the elements go through registers, 0 outside (§26).
-template <bool ALIGNED>
+template <bool ALIGNED, bool FULL>
 __device__ __forceinline__ void copy_chunk(elem *to, const elem *src, int rows, int cols, int r,
                                            int c) {
     if (ALIGNED) {
-        const bool in = r < rows && c < cols;
+        const bool in = FULL || (r < rows && c < cols);
         cp_async16(to, in ? src + (size_t)r * cols + c : src, in);
     } else {
         uint4 v = make_uint4(0, 0, 0, 0);
@@ -104,25 +108,31 @@ __device__ __forceinline__ void copy_chunk(elem *to, const elem *src, int rows, 
 }
 
 // The copies of k-step `step` into slot `slot`: chunk e = tid + i*THREADS is row e / (cols/8),
-// columns 8(e % (cols/8)) .. +7 of the tile, coalesced.
-template <bool ALIGNED>
+// columns 8(e % (cols/8)) .. +7 of the tile, coalesced. A thread keeps its column and steps
+// THREADS/(cols/8) rows a chunk, a multiple of 8, so its chunks share one swizzle.
+template <bool ALIGNED, bool FULL>
 __device__ __forceinline__ void copy_step(const elem *A, const elem *B, int M, int N, int K,
                                           MvTiles &sm, int step, int slot MV_TRACE_DECL) {
+    constexpr int CA = BK / CHUNK, CB = BN / CHUNK;
+    static_assert(THREADS % (8 * CA) == 0 && THREADS % (8 * CB) == 0,
+                  "a thread keeps its chunk column and steps 8 rows at a time (one swizzle)");
     const int tid = threadIdx.x;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int ar = tid / CA, ac = tid % CA * CHUNK, br = tid / CB, bc = tid % CB * CHUNK;
+    const int a_col = AS_COL(ar, ac), b_col = BS_COL(br, bc);
     MV_PROBE_BEGIN(step, &sm);
 #pragma unroll
     for (int i = 0; i < BM * BK / CHUNK / THREADS; ++i) {
-        const int e = tid + i * THREADS, r = e / (BK / CHUNK), c = e % (BK / CHUNK) * CHUNK;
-        elem *to = &sm.As[slot][r][AS_COL(r, c)];
-        copy_chunk<ALIGNED>(to, A, M, K, row0 + r, step * BK + c);
+        const int r = ar + i * (THREADS / CA);
+        elem *to = &sm.As[slot][r][a_col];
+        copy_chunk<ALIGNED, FULL>(to, A, M, K, row0 + r, step * BK + ac);
         MV_PROBE(MV_SITE_st_As + i, to);
     }
 #pragma unroll
     for (int i = 0; i < BK * BN / CHUNK / THREADS; ++i) {
-        const int e = tid + i * THREADS, r = e / (BN / CHUNK), c = e % (BN / CHUNK) * CHUNK;
-        elem *to = &sm.Bs[slot][r][BS_COL(r, c)];
-        copy_chunk<ALIGNED>(to, B, K, N, step * BK + r, col0 + c);
+        const int r = br + i * (THREADS / CB);
+        elem *to = &sm.Bs[slot][r][b_col];
+        copy_chunk<ALIGNED, FULL>(to, B, K, N, step * BK + r, col0 + bc);
         MV_PROBE(MV_SITE_st_Bs + i, to);
     }
 }
@@ -151,6 +161,30 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The fragments of 16-deep slice kk of slot `slot` (of k-step `step`, for the probe): a[i] is A's
+// fragment i; b[j] holds B's fragments 2j (registers 0, 1: k rows 0-7 and 8-15) and 2j+1 (2, 3).
+// ldmatrix rows: lane l addresses row l % 16 and column 8 (l / 16) of a 16x16 fragment. Warp
+// tiles start on multiples of 16 rows and 64 columns and slices on multiples of 16 rows, so a
+// row's swizzle is that of l % 16 and stays inside 64 columns: each lane's offsets are reused.
+__device__ __forceinline__ void load_slice(unsigned (&a)[MI][4], unsigned (&b)[NI / 2][4],
+                                           MvTiles &sm, int slot, int kk, int wr, int wc,
+                                           int step MV_TRACE_DECL) {
+    const int lane = threadIdx.x % 32, lr = lane & 15, lc = (lane >> 4) * CHUNK;
+    MV_PROBE_BEGIN(step, &sm);
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+        const elem *at = &sm.As[slot][wr + i * 16 + lr][AS_COL(lr, kk * 16 + lc)];
+        ldmatrix_x4(a[i], at);
+        MV_PROBE(MV_SITE_ld_As + kk * MI + i, at);
+    }
+#pragma unroll
+    for (int j = 0; j < NI / 2; ++j) {
+        const elem *at = &sm.Bs[slot][kk * 16 + lr][wc + BS_COL(lr, j * 16 + lc)];
+        ldmatrix_x4_trans(b[j], at);
+        MV_PROBE(MV_SITE_ld_Bs + kk * (NI / 2) + j, at);
+    }
+}
+
 // C[r][c], C[r][c + 1] = v0, v1: one 8-byte store where N is even, else element by element.
 template <bool ALIGNED>
 __device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c, float v0,
@@ -165,7 +199,7 @@ __device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c,
     }
 }
 
-template <bool ALIGNED, bool MV_STAMPED>
+template <bool ALIGNED, bool FULL, bool MV_STAMPED>
 __device__ __forceinline__ void mma_body(const elem *A, const elem *B, float *C, int M, int N,
                                          int K, MvTiles &sm MV_TRACE_DECL) {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -189,57 +223,59 @@ __device__ __forceinline__ void mma_body(const elem *A, const elem *B, float *C,
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < num_tiles) {
             MV_STEP_OPEN(0, s);
-            copy_step<ALIGNED>(A, B, M, N, K, sm, s, s MV_TRACE_FORWARD);
+            copy_step<ALIGNED, FULL>(A, B, M, N, K, sm, s, s MV_TRACE_FORWARD);
         }
         cp_async_commit();
     }
 
-    // ldmatrix rows: lane l addresses row l % 16 and column 8 (l / 16) of a 16x16 fragment
-    const int lr = lane & 15, lc = (lane >> 4) * CHUNK;
-    int read_slot = 0, write_slot = STAGES - 1;
-    for (int t = 0; t < num_tiles; ++t) {
-        cp_async_wait<STAGES - 2>();  // this thread's copy of step t has landed
-        MV_ARRIVE(t, 0);
-        __syncthreads();  // everyone's has, and nobody reads slot (t - 1) % STAGES any more
-        MV_RELEASED(t, 0);
-        MV_STEP_CLOSE(0, t, 1);
-
-        const int next = t + STAGES - 1;
-        if (next < num_tiles) {
-            MV_STEP_OPEN(0, next);
-            copy_step<ALIGNED>(A, B, M, N, K, sm, next, write_slot MV_TRACE_FORWARD);
+    // Two sets of fragments: a slice's ldmatrix go out before the mma.sync of the slice before
+    // it, so the Tensor Cores work while they travel, across k-steps too: the last slice's
+    // mma.sync follow the barrier that lets the next step's first slice be loaded.
+    unsigned a[2][MI][4], b[2][NI / 2][4];
+    // The copies of step t + STAGES go out as soon as the barrier that lands step t + 1 frees
+    // step t's slot, so the Tensor Cores' work on the rest of step t also hides their latency.
+    auto issue = [&](int step, int slot) {
+        if (step < num_tiles) {
+            MV_STEP_OPEN(0, step);
+            copy_step<ALIGNED, FULL>(A, B, M, N, K, sm, step, slot MV_TRACE_FORWARD);
         }
         cp_async_commit();
-
+    };
+    int read_slot = 0;
+    cp_async_wait<STAGES - 2>();  // this thread's copy of step 0 has landed
+    MV_ARRIVE(0, 0);
+    __syncthreads();  // everyone's has
+    MV_RELEASED(0, 0);
+    MV_STEP_CLOSE(0, 0, 1);
+    issue(STAGES - 1, STAGES - 1);
+    load_slice(a[0], b[0], sm, 0, 0, wr, wc, 0 MV_TRACE_FORWARD);
+    for (int t = 0; t < num_tiles; ++t) {
         MV_STEP_BEGIN(1, t);
-        MV_PROBE_BEGIN(t, &sm);
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            unsigned a[MI][4], b[NI / 2][4];
-#pragma unroll
-            for (int i = 0; i < MI; ++i) {
-                const int r = wr + i * 16 + lr, c = kk * 16 + lc;
-                const elem *at = &sm.As[read_slot][r][AS_COL(r, c)];
-                ldmatrix_x4(a[i], at);
-                MV_PROBE(MV_SITE_ld_As + kk * MI + i, at);
-            }
-            // registers 0, 1: fragment 2j's k rows 0-7 and 8-15; registers 2, 3: fragment 2j+1's
-#pragma unroll
-            for (int j = 0; j < NI / 2; ++j) {
-                const int r = kk * 16 + lr, c = wc + j * 16 + lc;
-                const elem *at = &sm.Bs[read_slot][r][BS_COL(r, c)];
-                ldmatrix_x4_trans(b[j], at);
-                MV_PROBE(MV_SITE_ld_Bs + kk * (NI / 2) + j, at);
+        for (int kk = 0; kk < KK; ++kk) {
+            if (kk + 1 < KK) {
+                load_slice(a[(kk + 1) % 2], b[(kk + 1) % 2], sm, read_slot, kk + 1, wr, wc,
+                           t MV_TRACE_FORWARD);
+            } else {  // after the last step a spare wait, barrier and load: one straight loop
+                cp_async_wait<STAGES - 2>();  // this thread's copy of step t + 1 has landed
+                MV_ARRIVE(t + 1, 0);
+                __syncthreads();  // everyone's has, and every fragment of step t is loaded
+                if (t + 1 < num_tiles) {
+                    MV_RELEASED(t + 1, 0);
+                    MV_STEP_CLOSE(0, t + 1, 1);
+                }
+                issue(t + STAGES, read_slot);
+                read_slot = read_slot == STAGES - 1 ? 0 : read_slot + 1;
+                load_slice(a[0], b[0], sm, read_slot, 0, wr, wc, t + 1 MV_TRACE_FORWARD);
             }
 #pragma unroll
             for (int i = 0; i < MI; ++i)
 #pragma unroll
                 for (int j = 0; j < NI; ++j)
-                    mma_16816(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+                    mma_16816(acc[i][j], a[kk % 2][i], b[kk % 2][j / 2][(j % 2) * 2],
+                              b[kk % 2][j / 2][(j % 2) * 2 + 1]);
         }
         MV_STEP_MARK(1, t, 1);
-        read_slot = read_slot == STAGES - 1 ? 0 : read_slot + 1;
-        write_slot = write_slot == STAGES - 1 ? 0 : write_slot + 1;
     }
     cp_async_wait<0>();  // no copy outlives the block (the last groups are empty)
     MV_CHANNEL_FLUSH_CLOSED(0);
@@ -261,10 +297,12 @@ __device__ __forceinline__ void mma_body(const elem *A, const elem *B, float *C,
 template <bool MV_STAMPED>
 __device__ __forceinline__ void mma_pipeline(const elem *A, const elem *B, float *C, int M, int N,
                                              int K, MvTiles &sm MV_TRACE_DECL) {
-    if (K % CHUNK == 0 && N % CHUNK == 0)
-        mma_body<true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    if (M % BM == 0 && N % BN == 0 && K % BK == 0)
+        mma_body<true, true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    else if (K % CHUNK == 0 && N % CHUNK == 0)
+        mma_body<true, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
     else
-        mma_body<false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+        mma_body<false, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
 }
 
 extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_mma_pipeline(const elem *A, const elem *B,

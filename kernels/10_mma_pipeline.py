@@ -125,11 +125,10 @@ KERNEL = Kernel(
     "XOR-swizzled so that no two rows of a load meet in the same banks, and multiplies them "
     "with mma.sync m16n8k16; cp.async copies STAGES k-steps ahead while the Tensor Cores work",
     sections="lesson 8 §20-25",
-    # Default: the fastest at level 0 of a prototype's configurations on the H200 (4096^3 fp16:
-    # 354-362 TFLOP/s in two runs, 57% of cuBLAS in the same runs; BN 256 328, 2 stages 323,
-    # BK 64 352-371, no swizzle 140). As built: 360.9 and 362.3 TFLOP/s in two runs (bf16
-    # 364.4), 48.5-51.1% of cuBLAS fp16 in the same runs. At 228 registers two blocks of 4 warps
-    # share an SM.
+    # Default: S3, the fastest fp16 configuration of the H200 tune of 2026-12-06 (4096^3:
+    # 414,113 GFLOP/s, S4 412,264, BN 256 365,903, S2 355,750; 415,314 in the ladder, 54.8% of
+    # cuBLAS fp16 in the same process; no swizzle: 140 TFLOP/s before). At 240 registers two
+    # blocks of 4 warps share an SM.
     params=(
         Param("BM", (128,), 128, "BM", "BM", "rows of C per block"),
         Param("BN", (128, 256), 128, "BN", "BN", "columns of C per block"),
@@ -181,5 +180,5 @@ KERNEL = Kernel(
     # kernel 07's pipeline: copy and compute as two channels, STAGES steps in flight
     kstep=pipeline.KERNEL.kstep,
     work=wmma.KERNEL.work,
-    registers=228,  # ptxas, level 0, default parameters
+    registers=240,  # ptxas, level 0, default parameters
 )

@@ -158,9 +158,9 @@ def test_the_k_loop_table_is_the_saved_ladder_with_the_bundled_k_loops():
     from matviz.bench import sass_loops
     from matviz.core import sass_table
 
-    # the H100's ladder: the one measured with the whole-tile k loops of 06-08 (2026-12-06)
-    source = "resources/bench/h100_ladder_4096.json"
-    rows = ladder.load_rows(RESOURCE_DIR / "bench" / "h100_ladder_4096.json")
+    # the H200's ladder: the one measured with the whole-tile k loops of 06-10 (2026-12-06)
+    source = "resources/bench/h200_ladder_4096.json"
+    rows = ladder.load_rows(RESOURCE_DIR / "bench" / "h200_ladder_4096.json")
     text = section(sass_loops.START, sass_loops.END)
     assert text == sass_loops.markdown(rows, source)
     # every rung but wgmma's (its loop waits on asynchronous Tensor Core work) has a k loop

@@ -108,10 +108,18 @@ def fast_loop(instructions: list[Instruction]) -> list[str]:
     """The k loop a run on whole, 16-byte aligned tiles takes. A kernel may carry one copy of
     its loop per case (aligned rows or not, whole tiles or not); each does the k-step's whole
     math, and the one without the element-by-element fallback is the leanest: among the loops
-    with the most multiply-add instructions, the shortest."""
-    counted = [(math_ops(body), -len(body), body) for body in loops(instructions)]
-    most, _, body = max(counted, key=lambda c: c[:2], default=(0, 0, []))
+    with the most multiply-add instructions, the shortest. A pipeline's last steps may get a
+    loop of their own that copies nothing (ptxas peels them off): the steady loop reads global
+    memory, so a loop that does is preferred."""
+    counted = [
+        (math_ops(body), _reads_global(body), -len(body), body) for body in loops(instructions)
+    ]
+    most, _, _, body = max(counted, key=lambda c: c[:3], default=(0, False, 0, []))
     return body if most else []
+
+
+def _reads_global(body: list[str]) -> bool:
+    return any(opcode(text).startswith(("LDG.", "LDGSTS.", "UTMALDG")) for text in body)
 
 
 def schedule(body: list[str]) -> list[str]:

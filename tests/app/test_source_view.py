@@ -82,10 +82,13 @@ def grey_text(view) -> str:
     return "\n".join(lines[n - 1] for n in view.left_out)
 
 
-@pytest.mark.parametrize("kernel", ["async_pipeline", "mma_pipeline"])
-def test_a_pipeline_lights_its_copies_while_it_only_loads(view, kernel):
+@pytest.mark.parametrize(("kernel", "multiply", "waits_inside"),
+                         [("async_pipeline", "+=", False), ("mma_pipeline", "mma_16816(", True)])
+def test_a_pipeline_lights_its_copies_while_it_only_loads(view, kernel, multiply, waits_inside):
     """A cp.async pipeline's copy channel (MV_STEP_OPEN ... MV_STEP_CLOSE): while a block only
-    waits for its tiles (the prologue), the copies it issued and the wait and barrier are lit."""
+    waits for its tiles (the prologue), the copies it issued and the wait and barrier are lit.
+    Computing lights the multiply, and the wait for the next step only where the kernel waits
+    for it before its last multiply (kernel 10 loads that step's first fragments early)."""
     session = view.session
     session.set_trace(run(RunRequest(kernel, 256, 256, 256, level=2)))
     session.select_block(0)
@@ -94,7 +97,9 @@ def test_a_pipeline_lights_its_copies_while_it_only_loads(view, kernel):
     assert "copy_step" in loading and "cp_async_wait<STAGES - 2>" in loading
     assert "__syncthreads" in loading and "mma_16816(" not in loading and "+=" not in loading
     session.set_playhead(first_time(session, 0, BlockState.COMPUTING))
-    assert "cp_async_wait<STAGES - 2>" not in lit_text(view)
+    computing = lit_text(view)
+    assert multiply in computing
+    assert ("cp_async_wait<STAGES - 2>" in computing) == waits_inside
 
 
 def test_a_pipelined_configuration_greys_the_synchronous_loop(view):
