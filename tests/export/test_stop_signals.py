@@ -14,6 +14,7 @@ from matviz.export import stop_signals
 
 
 def test_a_signal_while_held_is_noted_and_raised_after():
+    before = signal.getsignal(signal.SIGINT)  # Python's handler, or SIG_IGN in a background job
     with stop_signals.held() as caught:
         os.kill(os.getpid(), signal.SIGINT)  # would be a KeyboardInterrupt here
         assert caught == [signal.SIGINT]
@@ -21,7 +22,7 @@ def test_a_signal_while_held_is_noted_and_raised_after():
         stop_signals.raise_if(caught)
     assert exc.value.signum == signal.SIGINT
     stop_signals.raise_if([])  # none came: nothing
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    assert signal.getsignal(signal.SIGINT) is before  # put back
 
 
 def test_ctrl_c_during_the_qt_imports_ends_the_command_after_them(monkeypatch):
@@ -30,11 +31,11 @@ def test_ctrl_c_during_the_qt_imports_ends_the_command_after_them(monkeypatch):
     imported = []
     real = importlib.import_module
 
-    def importing(name):
+    def importing(name, package=None):  # pydantic, imported lazily, passes package too
         imported.append(name)
         if name == "pyqtgraph":  # Ctrl-C lands inside the imports
             os.kill(os.getpid(), signal.SIGINT)
-        return real(name)
+        return real(name, package)
 
     monkeypatch.setattr(importlib, "import_module", importing)
     ran = []
