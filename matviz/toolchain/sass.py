@@ -112,14 +112,19 @@ def fast_loop(instructions: list[Instruction]) -> list[str]:
     loop of their own that copies nothing (ptxas peels them off): the steady loop reads global
     memory, so a loop that does is preferred."""
     counted = [
-        (math_ops(body), _reads_global(body), -len(body), body) for body in loops(instructions)
+        (math_ops(body), bool(global_reads(body)), -len(body), body)
+        for body in loops(instructions)
     ]
     most, _, _, body = max(counted, key=lambda c: c[:3], default=(0, False, 0, []))
     return body if most else []
 
 
-def _reads_global(body: list[str]) -> bool:
-    return any(opcode(text).startswith(("LDG.", "LDGSTS.", "UTMALDG")) for text in body)
+_GLOBAL_READS = ("LDG.", "LDGSTS.", "UTMALDG")  # loads, cp.async copies, TMA copies
+
+
+def global_reads(body: list[str]) -> list[str]:
+    """The instructions of ``body`` that read global memory."""
+    return [text for text in body if opcode(text).startswith(_GLOBAL_READS)]
 
 
 def schedule(body: list[str]) -> list[str]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
+from matviz.bench import ladder
 from matviz.core import sass_table
 from matviz.core.instructions import vector_width
 from matviz.core.registry import get_kernel, kernels
@@ -199,7 +199,7 @@ def _ladder_params(kernel: str) -> list[dict]:
     rows = [
         row
         for name in ("h200_ladder_4096.json", "h100_ladder_4096.json")
-        for row in json.loads((RESOURCE_DIR / "bench" / name).read_text())
+        for row in ladder.load_rows(RESOURCE_DIR / "bench" / name)
         if row["kernel"] == kernel
     ]
     found = [get_kernel(kernel).default_params(), *(row["params"] for row in rows)]
@@ -225,7 +225,7 @@ def test_whole_tile_k_loop_tests_no_bounds(kernel: str, params: dict) -> None:
     (``@!P0 LDGSTS``: the last STAGES - 1 steps issue none) is no bounds test."""
     config = get_kernel(kernel).configure(params, 4096, 4096, 4096)
     body = sass.fast_loop(sass.sass(config, 0))
-    global_ops = [text for text in body if sass.opcode(text).startswith(("LDG.", "LDGSTS."))]
+    global_ops = sass.global_reads(body)
     predicated = [
         text
         for text in global_ops
