@@ -80,6 +80,7 @@ def build_widget(rows: list[dict[str, Any]]) -> QWidget:
     lines = max(label.count("\n") + 1 for _, label in ticks)
     plot.getAxis("bottom").setTicks([ticks])
     plot.getAxis("bottom").setHeight(18 * lines + 12)
+    palette.count_axis(plot)  # before its label: the axis is a new one
     plot.setLabel("left", "GFLOP/s")
     plot.setXRange(-0.6, max(len(rows), MIN_SLOTS) - 0.4, padding=0)
     plot.setYRange(0, TOP * max(peak, float(gflops.max())), padding=0)

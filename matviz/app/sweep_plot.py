@@ -183,6 +183,7 @@ def build_widget(rows: list[SweepRow]) -> QWidget:
         item.setPos(i, tops[i])
         plot.addItem(item)
     plot.getAxis("bottom").setTicks([[(i, r.label.split(" ", 1)[-1]) for i, r in enumerate(rows)]])
+    palette.count_axis(plot)  # before its label: the axis is a new one
     plot.setLabel("left", "GFLOP/s")
     plot.setLabel("bottom", "configuration")
     plot.setXRange(-0.6, len(rows) - 0.4, padding=0)

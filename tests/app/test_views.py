@@ -1277,3 +1277,15 @@ def test_the_rate_plot_marks_what_issuing_the_k_loop_allows(views, session, name
         assert line.value() == pytest.approx(issue.gflops) and issue.gflops < view.peak
         assert f"{issue.gflops:,.0f} GFLOP/s" in line.label.format
         assert trace.manifest["stats"]["gflops"] < issue.gflops
+
+
+def test_gflops_axes_write_thousands_not_exponents(views):
+    """A Tensor Core trace's GFLOP/s reach a million: the axes read 500k and 1M, not
+    pyqtgraph's 500000 and 1e+06 (which it writes once SI prefixes are off)."""
+    view = views[ThroughputView]
+    for plot in (view.runs_plot, view.rate_plot):
+        axis = plot.getAxis("left")
+        assert axis.tickStrings([0.0, 500_000.0, 1_000_000.0], 1.0, 500_000.0) == [
+            "0", "500k", "1M"]  # fmt: skip
+        assert axis.tickStrings([0.0, 12_500.0, 67_500.0], 1.0, 12_500.0) == [
+            "0", "12.5k", "67.5k"]  # fmt: skip

@@ -163,6 +163,31 @@ def style_plot(plot: pg.PlotItem) -> None:
         axis.setTextPen(pg.mkPen(FOREGROUND))
 
 
+class CountAxis(pg.AxisItem):
+    """Ticks of a large count (GFLOP/s) in thousands and millions: 500k and 1M, where pyqtgraph
+    writes 500000 and 1e+06 once SI prefixes are off; no wider than those, so that a narrow
+    plot keeps its width."""
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph's name)
+        if spacing * scale < 1:  # fractions: pyqtgraph's own digits
+            return super().tickStrings(values, scale, spacing)
+        return [_count_text(v * scale) for v in values]
+
+
+def _count_text(value: float) -> str:
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def count_axis(plot: pg.PlotItem, name: str = "left") -> None:
+    """Give ``plot`` a CountAxis at ``name``, styled as the others."""
+    plot.setAxisItems({name: CountAxis(name)})
+    style_plot(plot)
+    plot.getAxis(name).enableAutoSIPrefix(False)
+
+
 def _unchanged(item: object, what: str, value: object) -> bool:
     """Whether ``item`` shows ``value`` as its ``what`` already (remembering it otherwise)."""
     shown = item.__dict__.setdefault("_matviz_shown", {})
