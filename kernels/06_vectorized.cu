@@ -7,6 +7,7 @@
 // them over the 32 banks again.
 #include "float4.cuh"
 #include "trace.cuh"
+#include "shape.cuh"
 
 #ifndef BM
 #define BM 128
@@ -169,13 +170,7 @@ __device__ __forceinline__ void vectorized_body(const float *A, const float *B, 
 template <bool MV_STAMPED>
 __device__ __forceinline__ void vectorized(const float *A, const float *B, float *C, int M,
                                            int N, int K, MvTiles &sm MV_TRACE_DECL) {
-    // one copy of the body per case, so that the k loop of whole tiles tests no bounds
-    if (M % BM == 0 && N % BN == 0 && K % BK == 0)
-        vectorized_body<true, true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
-    else if (K % 4 == 0 && N % 4 == 0)
-        vectorized_body<true, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
-    else
-        vectorized_body<false, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    MV_BY_SHAPE(vectorized_body, 4, A, B, C, M, N, K, sm)
 }
 
 extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_vectorized(const float *A, const float *B,

@@ -12,6 +12,7 @@
 //   channel 1, compute: begin, computed (the multiply-adds of the step)
 #include "cp_async.cuh"
 #include "trace.cuh"
+#include "shape.cuh"
 
 #ifndef BM
 #define BM 128
@@ -214,13 +215,7 @@ __device__ __forceinline__ void pipeline_body(const float *A, const float *B, fl
 template <bool MV_STAMPED>
 __device__ __forceinline__ void async_pipeline(const float *A, const float *B, float *C, int M,
                                                int N, int K, MvTiles &sm MV_TRACE_DECL) {
-    // one copy of the body per case, so that the k loop of whole tiles tests no bounds
-    if (M % BM == 0 && N % BN == 0 && K % BK == 0)
-        pipeline_body<true, true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
-    else if (K % 4 == 0 && N % 4 == 0)
-        pipeline_body<true, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
-    else
-        pipeline_body<false, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    MV_BY_SHAPE(pipeline_body, 4, A, B, C, M, N, K, sm)
 }
 
 extern "C" __global__ void MV_LAUNCH_BOUNDS_MIN(THREADS, MIN_BLOCKS) mv_async_pipeline(

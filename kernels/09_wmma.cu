@@ -17,6 +17,7 @@
 
 #include "cp_async.cuh"
 #include "trace.cuh"
+#include "shape.cuh"
 
 #ifndef BM
 #define BM 128
@@ -260,12 +261,7 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
 template <bool MV_STAMPED>
 __device__ __forceinline__ void wmma_dispatch(const elem *A, const elem *B, float *C, int M,
                                               int N, int K, MvTiles &sm MV_TRACE_DECL) {
-    if (M % BM == 0 && N % BN == 0 && K % BK == 0)
-        wmma_gemm<true, true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
-    else if (K % CHUNK == 0 && N % CHUNK == 0)
-        wmma_gemm<true, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
-    else
-        wmma_gemm<false, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    MV_BY_SHAPE(wmma_gemm, CHUNK, A, B, C, M, N, K, sm)
 }
 
 extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_wmma(const elem *A, const elem *B,

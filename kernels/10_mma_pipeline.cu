@@ -19,6 +19,7 @@
 //   channel 1, compute: begin, computed (the step's ldmatrix and mma.sync)
 #include "cp_async.cuh"
 #include "trace.cuh"
+#include "shape.cuh"
 
 #ifndef BM
 #define BM 128
@@ -297,12 +298,7 @@ __device__ __forceinline__ void mma_body(const elem *A, const elem *B, float *C,
 template <bool MV_STAMPED>
 __device__ __forceinline__ void mma_pipeline(const elem *A, const elem *B, float *C, int M, int N,
                                              int K, MvTiles &sm MV_TRACE_DECL) {
-    if (M % BM == 0 && N % BN == 0 && K % BK == 0)
-        mma_body<true, true, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
-    else if (K % CHUNK == 0 && N % CHUNK == 0)
-        mma_body<true, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
-    else
-        mma_body<false, false, MV_STAMPED>(A, B, C, M, N, K, sm MV_TRACE_FORWARD);
+    MV_BY_SHAPE(mma_body, CHUNK, A, B, C, M, N, K, sm)
 }
 
 extern "C" __global__ void MV_LAUNCH_BOUNDS(THREADS) mv_mma_pipeline(const elem *A, const elem *B,

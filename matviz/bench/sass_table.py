@@ -1,7 +1,8 @@
 """The shared-memory instructions ptxas emits per warp and k-step for every configuration of
-every kernel with shared-memory sites (level-0 build, sm_90), read from the SASS of the main
-loop. Writes ``resources/bench/sass_sm90_shared_ops.json``, which the banks view quotes next
-to the model's merged instructions:
+every kernel with shared-memory sites (level-0 build, sm_90): loads, stores, ldmatrix and
+cp.async copies, read from the SASS of the k loop whole tiles run (sass.fast_loop). Writes
+``resources/bench/sass_sm90_shared_ops.json``, which the banks view quotes next to the model's
+merged instructions:
 
     python -m matviz.bench.sass_table [--out FILE]
 """
@@ -47,7 +48,7 @@ def _shared_ops_table() -> dict:
     with ThreadPoolExecutor(max_workers=4) as pool:  # nvcc runs in its own processes
         rows = dict(pool.map(_row, jobs))
     return {
-        "source": f"ptxas for {DEFAULT_ARCH}, level-0 build, main k loop: {release()}",
+        "source": f"ptxas for {DEFAULT_ARCH}, level-0 build, k loop of whole tiles: {release()}",
         "per_warp_and_k_step": rows,
     }
 

@@ -1,8 +1,9 @@
 """What ptxas emitted for each configuration, from two bundled tables.
 
 ``resources/bench/sass_sm90_shared_ops.json`` (``python -m matviz.bench.sass_table``): the
-shared loads and stores of one warp in one k-step, by opcode. The bank model merges a
-description's accesses the way ptxas usually does; this table is what it really did.
+shared loads, stores, ldmatrix and cp.async copies of one warp in one k-step, by opcode. The
+bank model merges a description's accesses the way ptxas usually does; this table is what it
+really did.
 
 ``resources/bench/sass_sm90_k_loops.json`` (``python -m matviz.bench.sass_loops --table``): the
 instructions of one k-step of the k loop, and how many are multiply-adds (the issue ceiling,

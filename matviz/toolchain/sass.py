@@ -143,17 +143,33 @@ def shared_load_widths(instructions: list[Instruction]) -> Counter:
 
 
 _SHARED_OP = re.compile(r"\bLDSM(\.\w+)+|\b(LDS|STS)(\.\d+)?\b")
+_COPY_WIDTH = re.compile(r"\.(64|128)$")
+
+
+def shared_op(text: str) -> str | None:
+    """The shared-memory opcode of an instruction as the bank model names it (LDS.128, STS,
+    LDSM.16.MT88.4), a cp.async by its width (LDGSTS.E.BYPASS.LTC128B.128 is LDGSTS.128), or
+    None for an instruction that does not touch shared memory this way."""
+    if text.startswith("@!PT "):  # never runs: ptxas's filler after a cp.async wait
+        return None
+    op = opcode(text)
+    if op.startswith("LDGSTS"):
+        width = _COPY_WIDTH.search(op)
+        return f"LDGSTS.{width[1]}" if width else "LDGSTS"
+    found = _SHARED_OP.search(text)
+    return found[0] if found else None
 
 
 def shared_ops_per_step(instructions: list[Instruction], barriers_per_step: int) -> dict[str, int]:
-    """Shared loads and stores of one k-step in the main loop, by opcode: the loop's counts
-    divided by the k-steps it holds (ptxas may unroll several; each has its barriers)."""
-    body = main_loop(instructions)
+    """Shared loads, stores and cp.async copies of one k-step in the k loop of whole tiles
+    (:func:`fast_loop`), by opcode: the loop's counts divided by the k-steps it holds (ptxas
+    may unroll several; each has its barriers)."""
+    body = fast_loop(instructions) or main_loop(instructions)
     bars = sum(1 for text in body if re.search(r"\bBAR\.SYNC\b", text))
     if not body or bars == 0 or bars % barriers_per_step:
         raise MatvizError(f"no k loop with a multiple of {barriers_per_step} barriers in the SASS")
     steps = bars // barriers_per_step
-    ops = Counter(m[0] for m in map(_SHARED_OP.search, body) if m)
+    ops = Counter(op for op in map(shared_op, body) if op)
     if any(n % steps for n in ops.values()):
         raise MatvizError(f"the k loop's shared instructions do not divide into {steps} k-steps")
     return {op: n // steps for op, n in sorted(ops.items())}

@@ -1289,3 +1289,29 @@ def test_gflops_axes_write_thousands_not_exponents(views):
             "0", "500k", "1M"]  # fmt: skip
         assert axis.tickStrings([0.0, 12_500.0, 67_500.0], 1.0, 12_500.0) == [
             "0", "12.5k", "67.5k"]  # fmt: skip
+
+
+@pytest.mark.parametrize("size", [(420, 620), (420, 470), (600, 700)])
+def test_the_cublas_label_hides_no_run(qtbot, views, session, size):
+    """Each bundled 1024³ recording as the only run: its point is not under the cuBLAS label,
+    which is drawn on top of the points (kernel 10's sat under it, at the plot's left)."""
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    view = views[ThroughputView]
+    view.resize(*size)
+    view.show()
+    qtbot.waitExposed(view)
+    for path in sorted(TRACE_DIR.glob("*.mvz")):
+        trace = load_trace(path)
+        session.runs.clear()
+        session.set_trace(trace)
+        session.add_run(RunPoint.from_trace(trace))
+        qtbot.waitUntil(lambda: view.runs_plot.getViewBox().height() > 60)
+        qtbot.wait(20)
+        box = view.runs_plot.getViewBox()
+        point = box.mapViewToScene(QPointF(0, session.plotted_runs[0].gflops))
+        label = view.cublas_line.label.sceneBoundingRect().adjusted(-6, -6, 6, 6)  # the symbol
+        assert view.cublas_line.isVisible(), path.name
+        assert not label.contains(point), path.name
+        assert box.sceneBoundingRect().contains(view.cublas_line.label.sceneBoundingRect())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -61,19 +62,27 @@ def test_register_tiling_merges_along_its_chains():
     assert ld_as[0].ks == (0, 8, 16, 24) and ld_as[0].ks_text() == "k=0,8,16,24"
 
 
-@pytest.mark.parametrize("kernel", ["tiled", "tiled_transposed", "register_tiling_1d"])
+@pytest.mark.parametrize(
+    "kernel", [k.name for k in kernels().values() if any(map(k.sites_at, k.configurations()))]
+)
 def test_instruction_counts_follow_what_ptxas_emitted(kernel):
-    """resources/bench/sass_sm90_shared_ops.json: per warp and k-step, ptxas emits exactly the
-    model's merged instructions for kernels 02-04 (kernel 04 since its thread runs down its rows
-    with the step's Bs values held: with k outermost, ptxas added scalar LDS of As it had no
-    registers to keep)."""
+    """resources/bench/sass_sm90_shared_ops.json holds every configuration with shared-memory
+    sites, and per warp and k-step ptxas emits the model's merged instructions, cp.async
+    copies (LDGSTS) and ldmatrix included. Where it emits more, they are scalar LDS it reads
+    again for want of registers (kernel 05 at TM4 TN8 and TM8 TN4), which the banks view
+    quotes. Kernel 04 matches since its thread runs down its rows with the step's Bs values
+    held: with k outermost, ptxas added scalar LDS of As it had no registers to keep."""
     k = get_kernel(kernel)
-    for params in k.configurations():
+    for params in filter(k.sites_at, k.configurations()):
         cfg = k.configure(params, 128, 128, 128)
-        model: dict[str, int] = {}
-        for i in warp_instructions(cfg):
-            model[i.opcode] = model.get(i.opcode, 0) + 1
-        assert sass_table.emitted(k.stem, k.labels(params)) == model, params
+        model = Counter(i.opcode for i in warp_instructions(cfg))
+        emitted = sass_table.emitted(k.stem, k.labels(params))
+        assert emitted is not None, params
+        extra = Counter(emitted)
+        extra.subtract(model)
+        assert min(extra.values()) >= 0 and set(+extra) <= {"LDS"}, (params, emitted, model)
+        if kernel != "register_tiling_2d":
+            assert emitted == model, params
 
 
 def test_broadcast_rule_in_instructions():

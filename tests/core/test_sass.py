@@ -84,6 +84,35 @@ def test_main_loop_picks_the_longest_backward_branch() -> None:
     assert sass.schedule(["@!P1 BRA 0x40"]) == sass.schedule(["@!P0 BRA 0x990"])
 
 
+def test_shared_ops_count_copies_by_width_and_skip_fillers() -> None:
+    """A cp.async is named by its width as the bank model names it; the ``@!PT LDS RZ, [RZ]``
+    ptxas puts after a cp.async wait never runs; the k loop counted is the one whole tiles run
+    (fast_loop), not the longest (the fallback with its bounds tests)."""
+    assert sass.shared_op("LDGSTS.E.BYPASS.LTC128B.128 [R3+0x100], desc[UR6][R4.64]") == (
+        "LDGSTS.128"
+    )
+    assert sass.shared_op("@!P0 LDGSTS.E.LTC128B [R3], desc[UR6][R4.64]") == "LDGSTS"
+    assert sass.shared_op("LDGSTS.E.LTC128B.64 [R3], desc[UR6][R4.64]") == "LDGSTS.64"
+    assert sass.shared_op("@!PT LDS RZ, [RZ]") is None
+    assert sass.shared_op("LDSM.16.MT88.4 R8, [R2+0x800]") == "LDSM.16.MT88.4"
+    assert sass.shared_op("LDG.E.128 R4, desc[UR4][R2.64]") is None
+    fast = [
+        (0x00, "LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR6][R4.64]"),
+        (0x10, "@!PT LDS RZ, [RZ]"),
+        (0x20, "LDSM.16.M88.4 R8, [R2]"),
+        (0x30, "HMMA.16816.F32 R12, R8, R10, R12"),
+        (0x40, "BAR.SYNC.DEFER_BLOCKING 0x0"),
+        (0x50, "@P0 BRA 0x0"),
+    ]
+    fallback = [(0x100 + 0x10 * i, text) for i, text in enumerate([
+        "ISETP.GE.AND P1, PT, R5, R6, PT", "@!P1 LDG.E.U16 R7, desc[UR4][R2.64]",
+        "STS.U16 [R3], R7", "LDSM.16.M88.4 R8, [R2]", "HMMA.16816.F32 R12, R8, R10, R12",
+        "BAR.SYNC.DEFER_BLOCKING 0x0",
+    ])] + [(0x160, "@P0 BRA 0x100")]  # fmt: skip
+    ops = sass.shared_ops_per_step(fast + fallback, 1)
+    assert ops == {"LDGSTS.128": 1, "LDSM.16.M88.4": 1}
+
+
 @pytest.mark.nvcc
 @needs_sass
 @pytest.mark.parametrize(
@@ -137,7 +166,7 @@ def test_wmma_aligned_k_loop_only_copies_with_cp_async(params: dict) -> None:
     steps = sum(1 for text in body if "BAR.SYNC" in text)  # one barrier per pipelined k-step
     copies = (config.params["BM"] + config.params["BN"]) * config.params["BK"] // 8
     assert not [text for text in body if sass.opcode(text).startswith("LDG.E")]
-    cp_async = sum(sass.opcode(text) == "LDGSTS.E.BYPASS.128" for text in body)
+    cp_async = sum(sass.shared_op(text) == "LDGSTS.128" for text in body)
     assert cp_async == steps * copies // config.threads
 
 

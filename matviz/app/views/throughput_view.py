@@ -40,6 +40,7 @@ VALUE_ANCHORS = ((0.5, 1.3), (-0.15, 0.5), (1.15, 0.5), (0.5, -0.3))
 HEADROOM = 1.15  # the runs plot's top, in FP32 peaks, at least
 RATE_HEADROOM = 1.2  # the rate plot's top, in peaks: its label fits over its line at 1280x720
 LEFT_END, RIGHT_END = 0.01, 0.99  # where along a reference line its label sits
+SYMBOL_MARGIN_PX = (-7, -7, 7, 7)  # a run's symbol (13 px) around its point
 MAX_STACK_SHARE = 0.7  # stacked reference labels may take at most this much of the rate plot
 
 
@@ -171,13 +172,25 @@ class ThroughputView(Retranslating, QWidget):
     def _place_cublas_label(self) -> None:
         """The cuBLAS label below its line; above it where the line is too low for a label
         below (cuBLAS fp16 against the Tensor Core peak: 11%), which would fall under the axis,
-        unless it would meet the peak's label there (a plot a few lines high)."""
-        bottom, top = self.runs_plot.getViewBox().viewRange()[1]
-        px = max(self.runs_plot.getViewBox().height(), 1.0) / max(top - bottom, 1e-9)
+        unless it would meet the peak's label there (a plot a few lines high). The label is
+        drawn over the points, so it moves to the line's other end, or its other side where
+        that has room, rather than hide a run (a Tensor Core run just under cuBLAS did)."""
+        box = self.runs_plot.getViewBox()
+        bottom, top = box.viewRange()[1]
+        px = max(box.height(), 1.0) / max(top - bottom, 1e-9)
         label_px = _reference_label_px()
         below_px = (self.cublas_line.value() - bottom) * px
         above_px = (self.peak_line.value() - self.cublas_line.value()) * px
         below = below_px >= label_px or above_px < label_px
+        sides = [below] + [not below] * (min(below_px, above_px) >= label_px)
+        places = [(side, left) for side in sides for left in (True, False)]
+        runs = self.session.plotted_runs
+        points = [box.mapViewToScene(QPointF(i, r.gflops)) for i, r in enumerate(runs)]
+        for side, left in places:
+            self._place_label(self.cublas_line, below=side, left=left)
+            covers = self.cublas_line.label.sceneBoundingRect().adjusted(*SYMBOL_MARGIN_PX)
+            if not any(covers.contains(point) for point in points):
+                return
         self._place_label(self.cublas_line, below=below, left=True)
 
     def _place_rate_labels(self) -> None:
