@@ -11,7 +11,8 @@
 // Tensor Cores idle while the tiles arrive. STAGES > 1: kernel 07's pipeline (§24-25): shared
 // memory holds STAGES slots, cp.async copies step t + STAGES - 1 while step t multiplies, one
 // barrier per step, and the marks come in two channels (copy: issue, landed; compute: begin,
-// computed), both stamped by warp 0.
+// computed), both stamped by warp 0. As in kernel 10, the fragments come in two sets: a
+// slice's ldmatrix go out before the mma_sync of the slice before it, across the barrier too.
 #include <cuda_fp16.h>
 #include <mma.h>
 
@@ -46,6 +47,7 @@ typedef half elem;
 #define WARPS (WARPS_M * WARPS_N)
 #define THREADS (WARPS * 32)
 #define FRAGS (WT / 16)  // fragments per warp along M and along N
+#define KK (BK / 16)     // 16-deep slices in a k-step
 #define CHUNK 8          // elements in one 16-byte copy
 #define LDA (BK + PAD)
 #define LDB (BN + PAD)
@@ -124,6 +126,35 @@ __device__ __forceinline__ void copy_step(const elem *A, const elem *B, int M, i
 }
 #endif
 
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, elem, wmma::row_major> FragA;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, elem, wmma::row_major> FragB;
+
+// ldmatrix .x4: lane l gives row (l % 8) + 8 * ((l / 8) % 2), column 8 * (l / 16) of the 16x16
+// fragment it loads (one 8x8 matrix per 8 lanes); the probe records that row.
+// A's fragments i of 16-deep slice kk of slot `slot` (of k-step `step`, for the probe).
+__device__ __forceinline__ void load_a(FragA (&a)[FRAGS], MvTiles &sm, int slot, int kk, int wm,
+                                       int step MV_TRACE_DECL) {
+    const int lane = threadIdx.x % 32, lr = (lane & 7) + ((lane >> 3) & 1) * 8;
+    const int lc = (lane >> 4) * 8;
+    MV_PROBE_BEGIN(step, &sm);
+#pragma unroll
+    for (int i = 0; i < FRAGS; ++i) {
+        const int r = wm * WT + i * 16;
+        wmma::load_matrix_sync(a[i], &sm.As[slot][r][kk * 16], LDA);
+        MV_PROBE(MV_SITE_ld_As + kk * FRAGS + i, &sm.As[slot][r + lr][kk * 16 + lc]);
+    }
+}
+
+// B's fragment j of slice kk, loaded transposed (B is k x n, row-major).
+__device__ __forceinline__ void load_b(FragB &b, MvTiles &sm, int slot, int kk, int wn, int j,
+                                       int step MV_TRACE_DECL) {
+    const int lane = threadIdx.x % 32, lr = (lane & 7) + ((lane >> 3) & 1) * 8;
+    const int lc = (lane >> 4) * 8, c = wn * WT + j * 16;
+    MV_PROBE_BEGIN(step, &sm);
+    wmma::load_matrix_sync(b, &sm.Bs[slot][kk * 16][c], LDB);
+    MV_PROBE(MV_SITE_ld_Bs + kk * FRAGS + j, &sm.Bs[slot][kk * 16 + lr][c + lc]);
+}
+
 template <bool ALIGNED, bool FULL, bool MV_STAMPED>
 __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C, int M, int N,
                                           int K, MvTiles &sm MV_TRACE_DECL) {
@@ -140,26 +171,9 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
 #if STAGES == 1
     MV_PHASES_BEGIN(num_tiles);
     const int slot = 0;
-#else
-    MV_STEPS_BEGIN(num_tiles);
-    MV_CHANNEL(0, 0);  // copy
-    MV_CHANNEL(1, 0);  // compute
-    // Prologue: steps 0 .. STAGES-2 go out, one group each (an empty group past the last step
-    // keeps the count wait_group relies on).
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < num_tiles) {
-            MV_STEP_OPEN(0, s);
-            copy_step<FULL>(A, B, M, N, K, sm, s, s, a_aligned, b_aligned MV_TRACE_FORWARD);
-        }
-        cp_async_commit();
-    }
-    int slot = 0, write_slot = STAGES - 1;
-#endif
     MV_WARPS_BEGIN(num_tiles);
 
     for (int t = 0; t < num_tiles; ++t) {
-#if STAGES == 1
         MV_MARK_ISSUED(t);
         MV_PROBE_BEGIN(t, &sm);
         // chunk e = tid + i*THREADS: 8 consecutive elements of one row, coalesced
@@ -181,57 +195,95 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
         __syncthreads();  // barrier 1: the tiles are complete
         MV_RELEASED(t, 0);
         MV_MARK_LOADED(t);
-#else
-        cp_async_wait<STAGES - 2>();  // this thread's copy of step t has landed
-        MV_ARRIVE(t, 0);
-        __syncthreads();  // everyone's has, and nobody reads slot (t - 1) % STAGES any more
-        MV_RELEASED(t, 0);
-        MV_STEP_CLOSE(0, t, 1);
-        const int next = t + STAGES - 1;
-        if (next < num_tiles) {
-            MV_STEP_OPEN(0, next);
-            copy_step<FULL>(A, B, M, N, K, sm, next, write_slot, a_aligned,
-                            b_aligned MV_TRACE_FORWARD);
-        }
-        cp_async_commit();
-        MV_STEP_BEGIN(1, t);
-        MV_PROBE_BEGIN(t, &sm);
-#endif
 
-        // ldmatrix .x4: lane l gives row (l % 8) + 8 * ((l / 8) % 2), column 8 * (l / 16) of the
-        // 16x16 fragment it loads (one 8x8 matrix per 8 lanes); the probe records that row
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            const int lr = (lane & 7) + ((lane >> 3) & 1) * 8, lc = (lane >> 4) * 8;
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, elem, wmma::row_major> a[FRAGS];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, elem, wmma::row_major> b;
-#pragma unroll
-            for (int i = 0; i < FRAGS; ++i) {
-                wmma::load_matrix_sync(a[i], &sm.As[slot][wm * WT + i * 16][kk * 16], LDA);
-                MV_PROBE(MV_SITE_ld_As + kk * FRAGS + i,
-                         &sm.As[slot][wm * WT + i * 16 + lr][kk * 16 + lc]);
-            }
+        for (int kk = 0; kk < KK; ++kk) {
+            FragA a[FRAGS];
+            FragB b;
+            load_a(a, sm, slot, kk, wm, t MV_TRACE_FORWARD);
             // one B fragment at a time: FRAGS of them beside FRAGS^2 accumulators would spill
 #pragma unroll
             for (int j = 0; j < FRAGS; ++j) {
-                wmma::load_matrix_sync(b, &sm.Bs[slot][kk * 16][wn * WT + j * 16], LDB);
-                MV_PROBE(MV_SITE_ld_Bs + kk * FRAGS + j,
-                         &sm.Bs[slot][kk * 16 + lr][wn * WT + j * 16 + lc]);
+                load_b(b, sm, slot, kk, wn, j, t MV_TRACE_FORWARD);
 #pragma unroll
                 for (int i = 0; i < FRAGS; ++i) wmma::mma_sync(acc[i][j], a[i], b, acc[i][j]);
             }
         }
 
-#if STAGES == 1
         MV_ARRIVE(t, 1);
         __syncthreads();  // barrier 2: nobody overwrites the tiles while others read them
         MV_RELEASED(t, 1);
     }
     MV_MARK_LAST_COMPUTED();
 #else
-        MV_STEP_MARK(1, t, 1);
-        slot = slot == STAGES - 1 ? 0 : slot + 1;
-        write_slot = write_slot == STAGES - 1 ? 0 : write_slot + 1;
+    MV_STEPS_BEGIN(num_tiles);
+    MV_CHANNEL(0, 0);  // copy
+    MV_CHANNEL(1, 0);  // compute
+    // Prologue: steps 0 .. STAGES-2 go out, one group each (an empty group past the last step
+    // keeps the count wait_group relies on).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < num_tiles) {
+            MV_STEP_OPEN(0, s);
+            copy_step<FULL>(A, B, M, N, K, sm, s, s, a_aligned, b_aligned MV_TRACE_FORWARD);
+        }
+        cp_async_commit();
+    }
+    MV_WARPS_BEGIN(num_tiles);
+
+    // Two sets of fragments: a slice's ldmatrix go out before the mma_sync of the slice before
+    // it, so the Tensor Cores work while they travel, across k-steps too: the last slice's
+    // mma_sync follow the barrier that lets the next step's first slice be loaded (kernel 10).
+    FragA a[2][FRAGS];
+    FragB b[2][FRAGS];
+    // The copies of step t + STAGES go out as soon as the barrier that lands step t + 1 frees
+    // step t's slot, so the Tensor Cores' work on the rest of step t also hides their latency.
+    auto issue = [&](int step, int slot) {
+        if (step < num_tiles) {
+            MV_STEP_OPEN(0, step);
+            copy_step<FULL>(A, B, M, N, K, sm, step, slot, a_aligned,
+                            b_aligned MV_TRACE_FORWARD);
+        }
+        cp_async_commit();
+    };
+    auto load_slice = [&](int set, int slot, int kk, int step) {
+        load_a(a[set], sm, slot, kk, wm, step MV_TRACE_FORWARD);
+#pragma unroll
+        for (int j = 0; j < FRAGS; ++j)
+            load_b(b[set][j], sm, slot, kk, wn, j, step MV_TRACE_FORWARD);
+    };
+    int read_slot = 0;
+    MV_LAND_STEP(0, num_tiles);
+    issue(STAGES - 1, STAGES - 1);
+    load_slice(0, 0, 0, 0);
+    // The sets alternate slice by slice; with one slice a step (BK 16) a loop turn runs two
+    // steps, so that each set stays a fixed group of registers.
+    constexpr int TURN = KK % 2 == 0 ? 1 : 2;
+    for (int t0 = 0; t0 < num_tiles; t0 += TURN) {
+#pragma unroll
+        for (int u = 0; u < TURN; ++u) {
+            const int t = t0 + u;
+            if (TURN > 1 && t >= num_tiles) break;
+            MV_STEP_BEGIN(1, t);
+#pragma unroll
+            for (int kk = 0; kk < KK; ++kk) {
+                const int set = (u * KK + kk) % 2;
+                if (kk + 1 < KK) {
+                    load_slice(1 - set, read_slot, kk + 1, t);
+                } else {  // after the last step a spare wait, barrier and load: one straight loop
+                    MV_LAND_STEP(t + 1, num_tiles);  // and every fragment of step t is loaded
+                    issue(t + STAGES, read_slot);
+                    read_slot = read_slot == STAGES - 1 ? 0 : read_slot + 1;
+                    load_slice(1 - set, read_slot, 0, t + 1);
+                }
+#pragma unroll
+                for (int j = 0; j < FRAGS; ++j)
+#pragma unroll
+                    for (int i = 0; i < FRAGS; ++i)
+                        wmma::mma_sync(acc[i][j], a[set][i], b[set][j], acc[i][j]);
+            }
+            MV_STEP_MARK(1, t, 1);
+        }
     }
     cp_async_wait<0>();  // no copy outlives the block (the last groups are empty)
     MV_CHANNEL_FLUSH_CLOSED(0);

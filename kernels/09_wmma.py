@@ -1,6 +1,8 @@
 """09_wmma: Tensor Cores through the WMMA API, 16x16x16 fragments per warp (§20-23); at
 STAGES > 1 fed by kernel 07's cp.async pipeline (§24-25): shared memory stacks STAGES slots of
-each tile, and step t uses slot t % STAGES."""
+each tile, and step t uses slot t % STAGES. Pipelined, the fragments come in two sets, as in
+kernel 10: a slice's ldmatrix go out before the mma_sync of the slice before, across the
+barrier that lands the next step too."""
 
 from matviz.core.kernel import (
     DYNAMIC_SMEM_LIMIT,

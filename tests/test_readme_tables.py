@@ -211,6 +211,30 @@ def test_the_k_loop_table_is_written_whole_or_not_at_all(tmp_path, capsys, monke
     assert json.loads(out.read_text())["per_k_step"] == {}
 
 
+def test_a_k_loop_counts_the_loads_that_run(monkeypatch):
+    """The ``@!PT LDS RZ, [RZ]`` ptxas puts after a cp.async wait never runs: the k-loop table
+    counted three of them as shared loads in each of kernels 07, 09 and 10 (67 for 64)."""
+    from matviz.bench import sass_loops
+    from matviz.core.registry import get_kernel
+    from matviz.toolchain import sass
+
+    listing = [
+        (0x00, "LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR6][R4.64]"),
+        (0x10, "@!PT LDS RZ, [RZ]"),
+        (0x20, "LDSM.16.M88.4 R8, [R2]"),
+        (0x30, "LDS.128 R20, [R2+0x10]"),
+        (0x40, "HMMA.16816.F32 R12, R8, R10, R12"),
+        (0x50, "BAR.SYNC.DEFER_BLOCKING 0x0"),
+        (0x60, "@P0 BRA 0x0"),
+    ]
+    monkeypatch.setattr(sass, "sass", lambda config, level: listing)
+    kernel = get_kernel("mma_pipeline")
+    config = kernel.configure(kernel.resolve_params({}), 64, 64, 64)
+    loop = sass_loops.count(config)
+    assert loop is not None and config.n_barriers == 1
+    assert (loop.instructions, loop.math, loop.shared_loads, loop.copies) == (7, 1, 2, 1)
+
+
 def test_the_shared_ops_table_is_written_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
     """`python -m matviz.bench.sass_table --out F`: without nvcc, into a folder that is not
     there, or interrupted, one line and exit 2 (130), and a table that was there is kept."""

@@ -39,6 +39,12 @@ def _family(text: str) -> str:
     return sass.opcode(text).split(".")[0]
 
 
+def _shared_load(text: str) -> bool:
+    """LDS or ldmatrix that runs (not ptxas's ``@!PT LDS RZ, [RZ]`` after a cp.async wait)."""
+    op = sass.shared_op(text)
+    return op is not None and op.startswith(SHARED_LOADS)
+
+
 def count(config: KernelConfig) -> sass_table.KLoop | None:
     """One k-step of ``config``'s fast k loop (``sass.fast_loop``), level 0; None where the
     kernel has no FFMA or HMMA loop."""
@@ -53,7 +59,7 @@ def count(config: KernelConfig) -> sass_table.KLoop | None:
         instructions=len(body) / steps,
         math_op=op,
         math=kinds[op] / steps,
-        shared_loads=sum(kinds[k] for k in SHARED_LOADS) / steps,
+        shared_loads=sum(1 for text in body if _shared_load(text)) / steps,
         copies=sum(kinds[k] for k in COPIES) / steps,
     )
 
