@@ -146,7 +146,11 @@ __device__ __forceinline__ void pipeline_body(const float *A, const float *B, fl
 
     int read_slot = 0, write_slot = STAGES - 1;
     for (int t = 0; t < num_tiles; ++t) {
-        MV_LAND_STEP(t, num_tiles);  // and nobody reads slot (t - 1) % STAGES any more
+        cp_async_wait<STAGES - 2>();  // this thread's copy of step t has landed
+        MV_ARRIVE(t, 0);
+        __syncthreads();  // everyone's has, and nobody reads slot (t - 1) % STAGES any more
+        MV_RELEASED(t, 0);
+        MV_STEP_CLOSE(0, t, 1);
 
         const int next = t + STAGES - 1;
         if (next < num_tiles) {

@@ -253,7 +253,11 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
             load_b(b[set][j], sm, slot, kk, wn, j, step MV_TRACE_FORWARD);
     };
     int read_slot = 0;
-    MV_LAND_STEP(0, num_tiles);
+    cp_async_wait<STAGES - 2>();  // this thread's copy of step 0 has landed
+    MV_ARRIVE(0, 0);
+    __syncthreads();  // everyone's has
+    MV_RELEASED(0, 0);
+    MV_STEP_CLOSE(0, 0, 1);
     issue(STAGES - 1, STAGES - 1);
     load_slice(0, 0, 0, 0);
     // The sets alternate slice by slice; with one slice a step (BK 16) a loop turn runs two
@@ -271,7 +275,13 @@ __device__ __forceinline__ void wmma_gemm(const elem *A, const elem *B, float *C
                 if (kk + 1 < KK) {
                     load_slice(1 - set, read_slot, kk + 1, t);
                 } else {  // after the last step a spare wait, barrier and load: one straight loop
-                    MV_LAND_STEP(t + 1, num_tiles);  // and every fragment of step t is loaded
+                    cp_async_wait<STAGES - 2>();  // this thread's copy of step t + 1 has landed
+                    MV_ARRIVE(t + 1, 0);
+                    __syncthreads();  // everyone's has, and every fragment of step t is loaded
+                    if (t + 1 < num_tiles) {
+                        MV_RELEASED(t + 1, 0);
+                        MV_STEP_CLOSE(0, t + 1, 1);
+                    }
                     issue(t + STAGES, read_slot);
                     read_slot = read_slot == STAGES - 1 ? 0 : read_slot + 1;
                     load_slice(1 - set, read_slot, 0, t + 1);

@@ -243,7 +243,11 @@ __device__ __forceinline__ void mma_body(const elem *A, const elem *B, float *C,
         cp_async_commit();
     };
     int read_slot = 0;
-    MV_LAND_STEP(0, num_tiles);
+    cp_async_wait<STAGES - 2>();  // this thread's copy of step 0 has landed
+    MV_ARRIVE(0, 0);
+    __syncthreads();  // everyone's has
+    MV_RELEASED(0, 0);
+    MV_STEP_CLOSE(0, 0, 1);
     issue(STAGES - 1, STAGES - 1);
     load_slice(a[0], b[0], sm, 0, 0, wr, wc, 0 MV_TRACE_FORWARD);
     for (int t = 0; t < num_tiles; ++t) {
@@ -254,7 +258,13 @@ __device__ __forceinline__ void mma_body(const elem *A, const elem *B, float *C,
                 load_slice(a[(kk + 1) % 2], b[(kk + 1) % 2], sm, read_slot, kk + 1, wr, wc,
                            t MV_TRACE_FORWARD);
             } else {  // after the last step a spare wait, barrier and load: one straight loop
-                MV_LAND_STEP(t + 1, num_tiles);  // and every fragment of step t is loaded
+                cp_async_wait<STAGES - 2>();  // this thread's copy of step t + 1 has landed
+                MV_ARRIVE(t + 1, 0);
+                __syncthreads();  // everyone's has, and every fragment of step t is loaded
+                if (t + 1 < num_tiles) {
+                    MV_RELEASED(t + 1, 0);
+                    MV_STEP_CLOSE(0, t + 1, 1);
+                }
                 issue(t + STAGES, read_slot);
                 read_slot = read_slot == STAGES - 1 ? 0 : read_slot + 1;
                 load_slice(a[0], b[0], sm, read_slot, 0, wr, wc, t + 1 MV_TRACE_FORWARD);

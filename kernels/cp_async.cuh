@@ -31,16 +31,3 @@ template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
-
-// The barrier at which step `step`'s copies have landed for the whole block: each thread waits
-// for its own (all but the STAGES - 2 groups committed after them), then for everyone's. With
-// the copy channel's marks (trace.cuh, which the kernel includes): each warp's wait there, and
-// the step's close. Past the last step (a straight loop's spare wait) nothing is stamped.
-#define MV_LAND_STEP(step, n_steps)  \
-    cp_async_wait<STAGES - 2>();      \
-    MV_ARRIVE(step, 0);               \
-    __syncthreads();                  \
-    if ((step) < (n_steps)) {         \
-        MV_RELEASED(step, 0);         \
-        MV_STEP_CLOSE(0, step, 1);    \
-    }
