@@ -95,7 +95,7 @@ class ThroughputView(Retranslating, QWidget):
             plot.setMenuEnabled(False)
             for axis in ("left", "bottom"):
                 plot.getAxis(axis).enableAutoSIPrefix(False)
-            palette.count_axis(plot)  # GFLOP/s up to a million: 1,000,000, not 1e+06
+            palette.count_axis(plot)  # GFLOP/s up to a million: 1M, not 1e+06
         self.runs_plot.getViewBox().setMouseEnabled(False, False)
         self.tick_font = QFont()
         self.runs_plot.getAxis("bottom").setStyle(tickFont=self.tick_font)
