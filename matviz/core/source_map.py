@@ -4,27 +4,26 @@ macros of ``kernels/trace.cuh`` in the source (no kernel is named here).
 A phase runs from the line that stamps its begin mark to the next line that stamps its end
 mark. The macros name marks by channel and index: ``MV_STEP_BEGIN(c, t)`` stamps mark 0 of
 channel c, ``MV_STEP_MARK(c, t, j)`` mark j, ``MV_STEP_BEGIN_CHAINED(c, t, j)`` mark 0 and mark j
-of the step before, ``MV_CHANNEL_FLUSH_CHAINED(c, j)`` mark j of the last step; the seed
-kernels' shorthands (``MV_MARK_ISSUED`` ...) are those of channel 0. Only the lines the
+of the step before, ``MV_CHANNEL_FLUSH_CHAINED(c, j)`` mark j of the last step. A call of a
+macro the kernels' headers define (the seed kernels' ``MV_MARK_ISSUED`` ..., ``MV_LAND_STEP``)
+stamps what its expansion stamps. Only the lines the
 preprocessor keeps at the configuration's parameters count (the naive kernel holds two loads of B
 under ``#if B_COL_MAJOR`` ... ``#else``).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from matviz.core.config import KernelConfig
 from matviz.core.preprocessor import compiled_lines, config_defines
 
 _CALL = re.compile(r"\b(MV_\w+)\s*\(([^()]*)\)")
-# macro -> (channel argument index or fixed channel, [(mark index or argument index), ...])
-_SHORTHANDS = {
-    "MV_MARK_ISSUED": [(0, 0), (0, 2)],
-    "MV_MARK_LOADED": [(0, 1)],
-    "MV_MARK_LAST_COMPUTED": [(0, 2)],
-}
+_DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)\(([^()]*)\)(.*)$")
+_EXPANSION_DEPTH = 4  # headers' macros calling macros: MV_MARK_ISSUED -> MV_STEP_BEGIN_CHAINED
 
 
 @dataclass(frozen=True)
@@ -34,43 +33,90 @@ class PhaseLines:
     spans: tuple[tuple[int, int], ...]  # 1-based, inclusive line ranges
 
 
+Macros = dict[str, list[tuple[list[str], str]]]
+
+
+@functools.cache
+def header_macros(directory: Path) -> Macros:
+    """The function-like macros the headers (``*.cuh``) in ``directory`` define: name ->
+    [(parameters, body)], one entry per definition (a header may define a name once per
+    ``#if`` branch)."""
+    out: Macros = {}
+    for path in sorted(directory.glob("*.cuh")):
+        text = path.read_text(encoding="utf-8").replace("\\\n", " ")
+        for line in text.splitlines():
+            found = _DEFINE.match(line)
+            if found and "..." not in found[2]:
+                params = [p.strip() for p in found[2].split(",") if p.strip()]
+                out.setdefault(found[1], []).append((params, found[3].split("//", 1)[0]))
+    return out
+
+
 def _literal(text: str) -> int | None:
     text = text.strip()
     return int(text) if text.isdigit() else None
 
 
-def _marks_of_call(name: str, args: list[str]) -> list[tuple[int, int]]:
+def _marks_of_call(
+    name: str, args: list[str], macros: Macros, depth: int = 0
+) -> list[tuple[int, int]]:
     """(channel, mark index) pairs one macro call stamps."""
-    if name in _SHORTHANDS:
-        return _SHORTHANDS[name]
+    if name in _STAMPS:
+        return _stamped(name, args)
+    out: list[tuple[int, int]] = []
+    if depth >= _EXPANSION_DEPTH:
+        return out
+    for params, body in macros.get(name, []):
+        if len(params) != len(args):
+            continue
+        expanded = _substituted(body, dict(zip(params, args, strict=True)))
+        for inner, inner_args in _CALL.findall(expanded):
+            for mark in _marks_of_call(inner, _split(inner_args), macros, depth + 1):
+                if mark not in out:
+                    out.append(mark)
+    return out
+
+
+_STAMPS = ("MV_STEP_BEGIN", "MV_STEP_OPEN", "MV_STEP_CLOSE", "MV_STEP_BEGIN_CHAINED",
+           "MV_STEP_MARK", "MV_CHANNEL_FLUSH_CHAINED")  # fmt: skip
+
+
+def _stamped(name: str, args: list[str]) -> list[tuple[int, int]]:
+    """(channel, mark index) pairs a call of one of trace.cuh's stamp macros stamps."""
     c = _literal(args[0]) if args else None
     if c is None:
         return []
     j = _literal(args[-1]) if len(args) > 1 else None
     if name in ("MV_STEP_BEGIN", "MV_STEP_OPEN"):
         return [(c, 0)]
-    if name == "MV_STEP_CLOSE" and j is not None:
-        return [(c, j)]
-    if name == "MV_STEP_BEGIN_CHAINED" and j is not None:
-        return [(c, 0), (c, j)]
-    if name == "MV_STEP_MARK" and j is not None:
-        return [(c, j)]
-    if name == "MV_CHANNEL_FLUSH_CHAINED" and j is not None:
-        return [(c, j)]
-    return []
+    if j is None:
+        return []
+    return [(c, 0), (c, j)] if name == "MV_STEP_BEGIN_CHAINED" else [(c, j)]
+
+
+def _substituted(body: str, given: dict[str, str]) -> str:
+    return re.sub(r"\b\w+\b", lambda m: given.get(m[0], m[0]), body)
+
+
+def _split(args: str) -> list[str]:
+    return [a.strip() for a in args.split(",")] if args.strip() else []
 
 
 def mark_lines(
-    source: str, channels: tuple[tuple[str, ...], ...], kept: list[bool] | None = None
+    source: str,
+    channels: tuple[tuple[str, ...], ...],
+    kept: list[bool] | None = None,
+    macros: Macros | None = None,
 ) -> dict[str, list[int]]:
-    """Mark name -> the 1-based lines that stamp it, in order (of the ``kept`` lines only)."""
+    """Mark name -> the 1-based lines that stamp it, in order (of the ``kept`` lines only);
+    ``macros``: the headers' (:func:`header_macros`), followed where a line calls one."""
     out: dict[str, list[int]] = {}
     for number, line in enumerate(source.splitlines(), start=1):
         if kept is not None and not kept[number - 1]:
             continue
         code = line.split("//", 1)[0]
         for name, args in _CALL.findall(code):
-            for c, j in _marks_of_call(name, args.split(",")):
+            for c, j in _marks_of_call(name, _split(args), macros or {}):
                 if c < len(channels) and j < len(channels[c]):
                     out.setdefault(channels[c][j], []).append(number)
     return out
@@ -82,7 +128,8 @@ def phase_lines(config: KernelConfig, source: str) -> list[PhaseLines]:
     if config.kstep is None:
         return []
     kept = compiled_lines(source, config_defines(config))
-    marks = mark_lines(source, config.kstep.channels, kept)
+    macros = header_macros(config.kernel.source.parent)
+    marks = mark_lines(source, config.kstep.channels, kept, macros)
     out = []
     for phase in config.kstep.phases:
         spans: list[tuple[int, int]] = []

@@ -22,3 +22,20 @@ def test_a_pipelined_configuration_lights_its_own_loop_only():
     assert "barrier 2" in synchronous and "cp_async_wait" not in synchronous
     assert "barrier 2" not in pipelined and "MV_STEP_MARK(1, t, 1)" in pipelined
     assert "barrier 1" in lit(1, "load") and "load_chunk(A" in lit(1, "load")
+
+
+def test_a_line_calling_a_header_macro_stamps_what_its_expansion_stamps():
+    channels = (("issued", "landed"),)
+    source = "MV_STEP_OPEN(0, t);\ncopy(t);\nMV_LAND(t + 1, n);  // wait, barrier, close\n"
+    body = " wait(); if ((step) < (n_steps)) { MV_STEP_CLOSE(0, step, 1); }"
+    land = {"MV_LAND": [(["step", "n_steps"], body)]}
+    assert source_map.mark_lines(source, channels, None, land) == {"issued": [1], "landed": [3]}
+    assert source_map.mark_lines(source, channels) == {"issued": [1]}  # not followed: unknown
+
+
+def test_the_seed_shorthands_mark_what_trace_cuh_defines_them_to():
+    macros = source_map.header_macros(get_kernel("tiled").source.parent)
+    seed = (("issued", "loaded", "computed"),)
+    text = "MV_MARK_ISSUED(t);\nload();\nMV_MARK_LOADED(t);\nfma();\nMV_MARK_LAST_COMPUTED();\n"
+    marks = source_map.mark_lines(text, seed, None, macros)
+    assert marks == {"issued": [1], "computed": [1, 5], "loaded": [3]}
