@@ -39,3 +39,14 @@ def test_the_seed_shorthands_mark_what_trace_cuh_defines_them_to():
     text = "MV_MARK_ISSUED(t);\nload();\nMV_MARK_LOADED(t);\nfma();\nMV_MARK_LAST_COMPUTED();\n"
     marks = source_map.mark_lines(text, seed, None, macros)
     assert marks == {"issued": [1], "computed": [1, 5], "loaded": [3]}
+
+
+def test_an_unreadable_header_is_skipped_and_the_others_are_followed(tmp_path):
+    land = "#define MV_LAND(s) \\\n    wait(); MV_STEP_CLOSE(0, s, 1);\n"
+    (tmp_path / "good.cuh").write_text(land)
+    (tmp_path / "binary.cuh").write_bytes(b"\xff\xfe#define MV_X(s) MV_STEP_OPEN(0, s)\n")
+    (tmp_path / "folder.cuh").mkdir()  # read_text raises IsADirectoryError
+    macros = source_map.header_macros(tmp_path)
+    assert list(macros) == ["MV_LAND"]
+    marks = source_map.mark_lines("MV_LAND(t);\n", (("issued", "landed"),), None, macros)
+    assert marks == {"landed": [1]}
