@@ -43,6 +43,8 @@ def header_macros(directory: Path) -> Macros:
     ``#if`` branch)."""
     out: Macros = {}
     for path in sorted(directory.glob("*.cuh")):
+        if not path.is_file():  # a FIFO would block the read
+            continue
         try:
             text = path.read_text(encoding="utf-8").replace("\\\n", " ")
         except (OSError, UnicodeDecodeError):  # the view still shows the kernel's own marks

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from matviz.core import source_map
 from matviz.core.registry import get_kernel
 
@@ -45,7 +47,8 @@ def test_an_unreadable_header_is_skipped_and_the_others_are_followed(tmp_path):
     land = "#define MV_LAND(s) \\\n    wait(); MV_STEP_CLOSE(0, s, 1);\n"
     (tmp_path / "good.cuh").write_text(land)
     (tmp_path / "binary.cuh").write_bytes(b"\xff\xfe#define MV_X(s) MV_STEP_OPEN(0, s)\n")
-    (tmp_path / "folder.cuh").mkdir()  # read_text raises IsADirectoryError
+    (tmp_path / "folder.cuh").mkdir()
+    os.mkfifo(tmp_path / "pipe.cuh")  # reading it would block: skipped unread
     macros = source_map.header_macros(tmp_path)
     assert list(macros) == ["MV_LAND"]
     marks = source_map.mark_lines("MV_LAND(t);\n", (("issued", "landed"),), None, macros)
