@@ -18,6 +18,7 @@ def _data_dir(installed: str, checkout: str) -> Path:
 
 
 KERNEL_DIR = _data_dir("_kernels", "kernels")
+TRACE_HEADER = KERNEL_DIR / "trace.cuh"  # the instrumentation every kernel includes
 RESOURCE_DIR = _data_dir("_resources", "resources")
 TRACE_DIR = RESOURCE_DIR / "traces"
 I18N_DIR = RESOURCE_DIR / "i18n"

@@ -57,6 +57,60 @@ def header_macros(directory: Path) -> Macros:
     return out
 
 
+_DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)")
+_WORD = re.compile(r"\b\w+\b")
+_PUNCTUATION_ONLY = re.compile(r"[\s;{}(),]*")
+
+
+@functools.cache
+def defined_names(header: Path) -> frozenset[str]:
+    """Every macro name ``header`` defines (none where it is not a readable regular file)."""
+    try:
+        text = header.read_text(encoding="utf-8") if header.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    return frozenset(found[1] for found in map(_DEFINED.match, text.splitlines()) if found)
+
+
+def instrumentation_lines(source: str, names: frozenset[str]) -> list[int]:
+    """The 1-based lines whose code is instrumentation alone: uses of ``names`` (the macros
+    ``trace.cuh`` defines) with nothing but punctuation beside them. A line that passes the
+    trace on (``copy_step(..., s MV_TRACE_FORWARD);``) or declares the kernel
+    (``void MV_LAUNCH_BOUNDS(THREADS) mv_tiled(...)``) is the kernel's own code."""
+    out = []
+    for number, line in enumerate(source.splitlines(), start=1):
+        code = line.split("//", 1)[0]
+        rest = _without_uses(code, names)
+        if rest != code and _PUNCTUATION_ONLY.fullmatch(rest):
+            out.append(number)
+    return out
+
+
+def _without_uses(code: str, names: frozenset[str]) -> str:
+    """``code`` with each use of ``names`` taken out, a call with its arguments (to the line's
+    end where they continue on the next)."""
+    kept, at = [], 0
+    for found in _WORD.finditer(code):
+        if found.start() < at or found[0] not in names:
+            continue
+        kept.append(code[at : found.start()])
+        at = found.end()
+        after = code[at:].lstrip()
+        if after.startswith("("):
+            at = _past_call(code, len(code) - len(after))
+    return "".join(kept) + code[at:]
+
+
+def _past_call(code: str, opening: int) -> int:
+    """Where the argument list opening at ``opening`` ends (the line's end if it does not)."""
+    depth = 0
+    for at in range(opening, len(code)):
+        depth += {"(": 1, ")": -1}.get(code[at], 0)
+        if depth == 0:
+            return at + 1
+    return len(code)
+
+
 def _literal(text: str) -> int | None:
     text = text.strip()
     return int(text) if text.isdigit() else None

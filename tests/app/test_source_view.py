@@ -114,3 +114,18 @@ def test_a_pipelined_configuration_greys_the_synchronous_loop(view):
     assert "wmma::mma_sync" in lit_text(view) and not set(view.lit) & set(view.left_out)
     session.set_trace(run(RunRequest("tiled", 128, 128, 128, level=2)))
     assert view.left_out == () and "#if" not in view.caption.text()
+
+
+def test_the_kernels_own_code_that_passes_the_trace_on_is_not_grey(view):
+    """Grey means matviz's instrumentation: a copy call that passes the trace on
+    (MV_TRACE_FORWARD) and the kernel's signature (MV_LAUNCH_BOUNDS) are the kernel's code."""
+    session = view.session
+    session.set_trace(run(RunRequest("async_pipeline", 256, 256, 256, level=2)))
+    lines = view.text.toPlainText().splitlines()
+    grey = {sel.cursor.blockNumber() + 1 for sel in view.text.extraSelections()
+            if sel.format.foreground().color().red() == 150}  # fmt: skip
+    copies = [n for n, line in enumerate(lines, 1) if "copy_step<" in line and "(A, B" in line]
+    kernel = [n for n, line in enumerate(lines, 1) if "__global__" in line]
+    stamps = [n for n, line in enumerate(lines, 1) if line.strip().startswith("MV_STEP_OPEN(")]
+    assert copies and kernel and stamps
+    assert not grey & set(copies + kernel) and set(stamps) <= grey

@@ -18,6 +18,7 @@ from matviz.app.views import palette
 from matviz.app.views.on_screen import WhenOnScreen
 from matviz.core import preprocessor, source_map
 from matviz.core.timeline import BlockState
+from matviz.paths import TRACE_HEADER
 
 STATES = {"loading": BlockState.LOADING, "computing": BlockState.COMPUTING}
 INSTRUMENTATION = QColor(150, 150, 150)
@@ -69,12 +70,9 @@ class SourceView(Retranslating, QWidget):
         self.left_out = preprocessor.left_out_lines(
             source, preprocessor.config_defines(trace.config)
         )
-        lines, grey = source.splitlines(), set(self.left_out)
-        self._dim = [
-            self._selection(number, foreground=INSTRUMENTATION)
-            for number, line in enumerate(lines, start=1)
-            if "MV_" in line.split("//", 1)[0] or number in grey
-        ]
+        trace_macros = source_map.defined_names(TRACE_HEADER)
+        grey = set(self.left_out) | set(source_map.instrumentation_lines(source, trace_macros))
+        self._dim = [self._selection(n, foreground=INSTRUMENTATION) for n in sorted(grey)]
         self.shown = None
         self._follow()
 
