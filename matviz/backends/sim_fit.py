@@ -12,6 +12,10 @@ the date) that every simulated trace's manifest carries (``--dry-run``: only pri
 ``--seed-figures`` uses the measured 4096^3 H200 rates the lessons quote instead of recordings;
 ``--with-seed-figures`` fits to both. ``--with-ladder`` adds the bundled ladder (``matviz bench``
 rows: every kernel at its fastest configuration, 4096^3, with the registers ptxas gave it).
+``--validate FILE`` simulates every row of a ``python -m matviz.bench.kernels --json`` file (each
+configuration of each kernel, measured on a GPU) and writes, per kernel, how close the model
+came into the device JSON's ``validation`` entry, which every simulated trace carries and its
+info box states (``--dry-run``: only print).
 """
 
 from __future__ import annotations
@@ -99,6 +103,74 @@ def ladder_cases(path: Path | None = None) -> list[Case]:
         except (KeyError, TypeError, ValueError):
             raise MatvizError(f"the ladder {path} has a malformed row") from None
     return cases
+
+
+MAX_BENCHMARK_BYTES = 64 * 2**20  # the H200 file of 157 configurations is 120 KB
+
+
+def configuration_cases(path: Path) -> list[Case]:
+    """A case per row of a ``python -m matviz.bench.kernels --json`` file."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size > MAX_BENCHMARK_BYTES:
+        raise MatvizError(f"the benchmark {path} is not a JSON file of at most 64 MB")
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        cases = []
+        for row in rows:
+            n, ms = int(row["size"]), float(row["ms"])
+            label = f"{row['kernel']} {row['label']}"
+            cases.append(Case(label, str(row["kernel"]), dict(row["params"]), (n, n, n), ms))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MatvizError(f"could not read the benchmark {path}: {exc}") from None
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise MatvizError(f"the benchmark {path} has a malformed row") from None
+    if not cases or any(c.time_ms <= 0 or not math.isfinite(c.time_ms) for c in cases):
+        raise MatvizError(f"the benchmark {path} has no rows, or a time that is not positive")
+    return cases
+
+
+# what the model's time may differ from the measured one by and still count as close
+VALIDATION_TOLERANCE = 0.25
+
+
+def validation(cases: list[Case], device: dict, source: str, date: str | None = None) -> dict:
+    """Per kernel, how the simulated rate of each case compares with the measured one:
+    {kernel: {configurations, within (time within VALIDATION_TOLERANCE), ratio_min,
+    ratio_median, ratio_max (simulated ÷ measured rate)}}, with the source, size and date."""
+    ratios: dict[str, list[float]] = {}
+    for case in cases:
+        simulated = simulate_case(case, device).manifest["stats"]["time_ms_median"]
+        ratios.setdefault(case.kernel, []).append(case.time_ms / simulated)
+    tolerance = VALIDATION_TOLERANCE
+    kernels = {
+        name: {
+            "configurations": len(r),
+            "within": sum(1 for x in r if abs(1.0 / x - 1.0) <= tolerance),
+            "ratio_min": round(min(r), 3),
+            "ratio_median": round(float(np.median(r)), 3),
+            "ratio_max": round(max(r), 3),
+        }
+        for name, r in ratios.items()
+    }
+    sizes = sorted({c.shape[0] for c in cases})
+    return {
+        "source": source,
+        "size": sizes[0] if len(sizes) == 1 else None,
+        "tolerance": tolerance,
+        "date": date or datetime.date.today().isoformat(),
+        "kernels": kernels,
+    }
+
+
+def print_validation(entry: dict, out=None) -> None:
+    out = out or sys.stdout
+    print(f"validation against {entry['source']} (time within {entry['tolerance']:.0%}):", file=out)
+    for name, k in entry["kernels"].items():
+        print(
+            f"  {name:20} {k['within']:>3} of {k['configurations']:<3} simulated/measured rate "
+            f"{k['ratio_min']:.2f}-{k['ratio_max']:.2f}x (median {k['ratio_median']:.2f}x)",
+            file=out,
+        )
 
 
 def recording_cases(folder: Path = RECORDINGS_DIR) -> list[Case]:
@@ -277,6 +349,7 @@ def fit(
         before = {k: previous.get(k) for k in ("date", "source", "names", "rms_error_pct")}
         entry["earlier"] = [*earlier, before]
     fitted["model"]["fit"] = entry
+    fitted["model"].pop("validation", None)  # it checked the constants before: run it again
     return fitted
 
 
@@ -316,9 +389,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--names", nargs="+", help="constants to fit")
     parser.add_argument("--date", help="date of the fit (default: today)")
     parser.add_argument("--dry-run", action="store_true", help="fit but do not write")
+    parser.add_argument(
+        "--validate",
+        type=Path,
+        metavar="FILE",
+        help="simulate every row of a matviz.bench.kernels JSON file and store how close it came",
+    )
     args = parser.parse_args(argv)
     try:
         device = load_device(args.device)
+        if args.validate is not None:
+            return _validate(args, device)
         cases = list(SEED_FIGURES) if args.seed_figures else recording_cases(args.recordings)
         if args.with_seed_figures and not args.seed_figures:
             cases += SEED_FIGURES
@@ -346,6 +427,16 @@ def main(argv: list[str] | None = None) -> int:
     except MatvizError as exc:
         print(f"matviz: error: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _validate(args, device: dict) -> int:
+    entry = validation(configuration_cases(args.validate), device, args.validate.name, args.date)
+    print_validation(entry)
+    if not args.dry_run:
+        device["model"]["validation"] = entry
+        write_device(device, device_path(args.device))
+        print(f"wrote {device_path(args.device)}")
     return 0
 
 

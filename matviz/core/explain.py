@@ -525,6 +525,31 @@ def shared_reuse(config: KernelConfig) -> dict[str, Any] | None:
     }
 
 
+def simulation_check(trace: Trace) -> dict[str, str] | None:
+    """How the model fared against this kernel's measured configurations (the device file's
+    ``validation``, which the simulated trace carries), as text fields; None where it has no
+    such check."""
+    details = trace.manifest.get("details") or {}
+    check = (details.get("model") or {}).get("validation")
+    if not isinstance(check, dict) or not isinstance(check.get("kernels"), dict):
+        return None
+    kernel = check["kernels"].get(trace.kernel)
+    if not isinstance(kernel, dict):
+        return None
+    try:
+        return {
+            "n": str(int(kernel["configurations"])),
+            "within": str(int(kernel["within"])),
+            "size": str(int(check["size"])),
+            "tolerance": f"{100 * float(check['tolerance']):.0f}",
+            "low": f"{float(kernel['ratio_min']):.2f}",
+            "high": f"{float(kernel['ratio_max']):.2f}",
+            "median": f"{float(kernel['ratio_median']):.2f}",
+        }
+    except (KeyError, TypeError, ValueError):  # an older trace or device file: nothing said
+        return None
+
+
 def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     """Kernel-level sentences for an info box: speed, waves, occupancy, memory, banks."""
     m = trace.manifest
@@ -535,6 +560,9 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     facts = []
     if trace.is_simulated:
         facts.append(tr(txt.FACT_SIMULATED).format(device=device))
+        checked = simulation_check(trace)
+        if checked is not None:
+            facts.append(tr(txt.FACT_SIMULATED_CHECKED).format(device=device, **checked))
     else:
         timer = m["timer"].get("name", "?") if isinstance(m["timer"], dict) else m["timer"]
         facts.append(tr(txt.FACT_RECORDED).format(device=device, timer=timer))

@@ -212,6 +212,11 @@ CONCEPT_EPILOGUE = "Lesson 8 §14, §26: one guarded write of C"
 
 # -- facts about the whole run --------------------------------------------------------------
 FACT_SIMULATED = "Simulated: these times come from a model of the {device}, not a measurement."
+FACT_SIMULATED_CHECKED = (
+    "Checked against {n} configurations of this kernel measured on the {device} at {size}³, the "
+    "model's time came within {tolerance}% in {within}; its rate ran {low}× to {high}× the "
+    "measured one (median {median}×)."
+)
 FACT_RECORDED = "Recorded on {device} (timer: {timer})."
 FACT_RATE = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}: {pct}% of cuBLAS ({cublas} GFLOP/s)."
 FACT_RATE_ONLY = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}."

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from matviz.core import metrics
-from matviz.core.explain import dram_floor_bytes, dram_floor_formula, measured_bytes
+from matviz.core.explain import (
+    dram_floor_bytes,
+    dram_floor_formula,
+    measured_bytes,
+    simulation_check,
+)
 from matviz.core.kernel import LEVEL_NAMES
 from matviz.core.trace import Trace
 
@@ -40,6 +45,14 @@ def summary_lines(trace: Trace) -> list[str]:
         f"= {_fmt(stats.get('pct_cublas'), '.1f')}% of cuBLAS",
         f"rel.error  {_fmt(stats.get('rel_error'), '.2e', 'not computed (simulated)')}",
     ]
+    checked = simulation_check(trace)
+    if checked is not None:
+        lines.append(
+            f"model      checked against {checked['n']} configurations of {trace.kernel} timed on "
+            f"the GPU at {checked['size']}³: time within {checked['tolerance']}% in "
+            f"{checked['within']}; simulated/timed rate {checked['low']}-{checked['high']}x "
+            f"(median {checked['median']}x)"
+        )
     lines += _correctness_lines(trace)
     cost = metrics.timeline_cost(trace)
     if cost is not None:
