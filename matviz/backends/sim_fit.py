@@ -137,21 +137,20 @@ def validation(cases: list[Case], device: dict, source: str, date: str | None = 
     """Per kernel, how the simulated rate of each case compares with the measured one:
     {kernel: {configurations, within (time within VALIDATION_TOLERANCE), ratio_min,
     ratio_median, ratio_max (simulated ÷ measured rate)}}, with the source, size and date."""
-    ratios: dict[str, list[float]] = {}
-    for case in cases:
-        simulated = simulate_case(case, device).manifest["stats"]["time_ms_median"]
-        ratios.setdefault(case.kernel, []).append(case.time_ms / simulated)
+    errors: dict[str, list[float]] = {}  # kernel -> each case's time error (%)
+    for case, row in zip(cases, compare(cases, device), strict=True):
+        errors.setdefault(case.kernel, []).append(row["error_pct"])
     tolerance = VALIDATION_TOLERANCE
-    kernels = {
-        name: {
-            "configurations": len(r),
-            "within": sum(1 for x in r if abs(1.0 / x - 1.0) <= tolerance),
-            "ratio_min": round(min(r), 3),
-            "ratio_median": round(float(np.median(r)), 3),
-            "ratio_max": round(max(r), 3),
+    kernels = {}
+    for name, pct in errors.items():
+        ratios = [100.0 / (100.0 + e) for e in pct]  # simulated ÷ measured rate
+        kernels[name] = {
+            "configurations": len(pct),
+            "within": sum(1 for e in pct if abs(e) <= 100 * tolerance),
+            "ratio_min": round(min(ratios), 3),
+            "ratio_median": round(float(np.median(ratios)), 3),
+            "ratio_max": round(max(ratios), 3),
         }
-        for name, r in ratios.items()
-    }
     sizes = sorted({c.shape[0] for c in cases})
     return {
         "source": source,

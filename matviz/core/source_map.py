@@ -5,8 +5,8 @@ A phase runs from the line that stamps its begin mark to the next line that stam
 mark. The macros name marks by channel and index: ``MV_STEP_BEGIN(c, t)`` stamps mark 0 of
 channel c, ``MV_STEP_MARK(c, t, j)`` mark j, ``MV_STEP_BEGIN_CHAINED(c, t, j)`` mark 0 and mark j
 of the step before, ``MV_CHANNEL_FLUSH_CHAINED(c, j)`` mark j of the last step. A call of a
-macro the kernels' headers define (the seed kernels' ``MV_MARK_ISSUED`` ..., ``MV_LAND_STEP``)
-stamps what its expansion stamps. Only the lines the
+macro the kernels' headers define (the seed kernels' ``MV_MARK_ISSUED`` ...) stamps what its
+expansion stamps. Only the lines the
 preprocessor keeps at the configuration's parameters count (the naive kernel holds two loads of B
 under ``#if B_COL_MAJOR`` ... ``#else``).
 """
@@ -43,13 +43,7 @@ def header_macros(directory: Path) -> Macros:
     ``#if`` branch)."""
     out: Macros = {}
     for path in sorted(directory.glob("*.cuh")):
-        if not path.is_file():  # a FIFO would block the read
-            continue
-        try:
-            text = path.read_text(encoding="utf-8").replace("\\\n", " ")
-        except (OSError, UnicodeDecodeError):  # the view still shows the kernel's own marks
-            continue
-        for line in text.splitlines():
+        for line in _header_text(path).replace("\\\n", " ").splitlines():
             found = _DEFINE.match(line)
             if found and "..." not in found[2]:
                 params = [p.strip() for p in found[2].split(",") if p.strip()]
@@ -65,11 +59,17 @@ _PUNCTUATION_ONLY = re.compile(r"[\s;{}(),]*")
 @functools.cache
 def defined_names(header: Path) -> frozenset[str]:
     """Every macro name ``header`` defines (none where it is not a readable regular file)."""
+    lines = _header_text(header).splitlines()
+    return frozenset(found[1] for found in map(_DEFINED.match, lines) if found)
+
+
+def _header_text(path: Path) -> str:
+    """A header's text; empty where it cannot be read as text or is not a regular file (a FIFO
+    would block the read), so the view still shows what the kernel's own source says."""
     try:
-        text = header.read_text(encoding="utf-8") if header.is_file() else ""
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
     except (OSError, UnicodeDecodeError):
-        text = ""
-    return frozenset(found[1] for found in map(_DEFINED.match, text.splitlines()) if found)
+        return ""
 
 
 def instrumentation_lines(source: str, names: frozenset[str]) -> list[int]:
@@ -154,7 +154,7 @@ def _stamped(name: str, args: list[str]) -> list[tuple[int, int]]:
 
 
 def _substituted(body: str, given: dict[str, str]) -> str:
-    return re.sub(r"\b\w+\b", lambda m: given.get(m[0], m[0]), body)
+    return _WORD.sub(lambda m: given.get(m[0], m[0]), body)
 
 
 def _split(args: str) -> list[str]:
