@@ -23,7 +23,8 @@ Everything a configuration contributes comes from its kernel description
   pipe, G. W is the larger of the step's FMAs (``fmas_per_step``) at the SM's FP32 rate and its
   shared-load wavefronts at 2 x (FMA rate / 32) x ``inner_loop_efficiency`` a clock (1/8 from
   first principles: every FFMA of the seed kernels needs two LDS wavefronts and the SM serves
-  one a clock). Wavefronts are counted from the access model over every warp, bank conflicts
+  one a clock), over the share of the SM's ``sm_subpartitions`` its warps sit on (a 2-warp
+  block: half). Wavefronts are counted from the access model over every warp, bank conflicts
   included, each load site the compiler can vectorise (:func:`vector_width`) at
   ``lds128_site_cost`` per 16-byte load (sqrt of it per 8-byte one); + ``tile_overhead_cycles``
   per warp. Register tiling (kernel 04) reuses a loaded value for several FMAs, so it needs
@@ -68,6 +69,7 @@ MODEL_DEFAULTS = {
     "copy_engine_bandwidth_scale": 0.0,  # 0: TMA copies share bandwidth_scale
     "copy_engine_latency_ns": 0.0,  # 0: TMA copies share load_latency_ns
     "c_store_bytes_per_ns": 0.0,  # 0: the C tile's store is inside block_epilogue_ns
+    "sm_subpartitions": 4.0,  # every NVIDIA SM since Maxwell; 1: no sub-partition share
 }
 
 
@@ -245,6 +247,14 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     # a Tensor Core kernel's multiply-adds run at the SM's dense MMA rate instead
     math_per_clk = tensor_fma_per_clk(device) if config.mma else fma_per_clk
     work = max(lds, config.fmas_per_step / math_per_clk) / clk
+    # A warp issues on one sub-partition of the SM (its scheduler, FMA lanes, Tensor Core) for
+    # its whole life. The model takes a block's warps to sit on sub-partitions 0, 1, ... as
+    # every block of the launch does, so a block of fewer warps than sub-partitions has only
+    # that share of the pipes, however many such blocks the SM holds. Not measured directly:
+    # 06 and 07 with 2-warp blocks (BM64 BN64 TM8 TN8) ran at 36-54% of the FP32 peak on the
+    # H200 at 4096^3, and without this term were simulated 1.2-2.1x too fast.
+    subs = max(int(constant(device, "sm_subpartitions")), 1)
+    work /= min(warps, subs) / subs
     work += warps * m["tile_overhead_cycles"] / clk  # address math, LDG/STS, loop, per warp
     # alone, a warp issues its own multiply-adds one after another: a thread's micro-tile of
     # TM x TN sums costs TM x TN issue slots per k however idle the SM's other pipes are; a

@@ -19,6 +19,7 @@ from matviz.core.kernel import KStep, Launch, Params, Phase, Work
 from matviz.core.registry import configure, get_kernel, kernels
 from matviz.core.trace import ARRAY_FIELDS, REQUIRED_MANIFEST_KEYS, SCHEMA_VERSION
 from matviz.errors import MatvizError
+from matviz.paths import RESOURCE_DIR
 from matviz.toolchain.nvcc import registers_for
 
 GEMM = 4096
@@ -795,3 +796,48 @@ def test_a_column_major_b_costs_the_naive_kernel_its_extra_sectors():
     plain = run(RunRequest("naive", 1024, 1024, 1024, {"tile": 16}, level=1))
     column = run(RunRequest("naive", 1024, 1024, 1024, {"tile": 16, "b_col_major": 1}, level=1))
     assert 3.0 < column.duration_ns / plain.duration_ns < 6.0
+
+
+def _sub_partition_device(subs):
+    device = load_device("h200")
+    device["model"]["sm_subpartitions"] = subs
+    return device
+
+
+def test_a_block_of_two_warps_has_half_the_sms_pipes():
+    """A warp issues on one of the SM's four sub-partitions: a 2-warp block's k loop has half
+    the pipes a block of four warps or more has."""
+    small = RunRequest("async_pipeline", 4096, 4096, 4096,
+                       params={"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 8}).config()  # fmt: skip
+    large = RunRequest("async_pipeline", 4096, 4096, 4096, params={"BM": 128, "BN": 128}).config()
+    assert small.warps == 2 and large.warps == 8
+    device = load_device("h200")
+    clk = device["clock_mhz"] / 1000.0
+    for config, share in ((small, 0.5), (large, 1.0)):
+        occ = simulator.occupancy(config, device, 128)
+        # the pipes' part of a k-step's work, without the per-warp loop overhead
+        overhead = config.warps * device["model"]["tile_overhead_cycles"] / clk
+        four = sim_model.block_model(config, occ, _sub_partition_device(4))["work_ns"] - overhead
+        one = sim_model.block_model(config, occ, _sub_partition_device(1))["work_ns"] - overhead
+        assert four == pytest.approx(one / share)
+
+
+BENCH_ROWS = RESOURCE_DIR / "bench" / "h200_kernels_4096.json"
+
+
+@pytest.mark.parametrize("kernel", ["vectorized", "async_pipeline"])
+def test_the_simulator_orders_small_and_large_tiles_as_the_h200_did(kernel):
+    """BM64 BN64 tiles (2-warp blocks) ran slower on the H200 than BM128 BN128 tiles; the
+    simulator must not teach the reverse."""
+    rows = [r for r in json.loads(BENCH_ROWS.read_text()) if r["kernel"] == kernel]
+    by_tile = {}
+    for row in rows:
+        if row["params"]["TN"] == 8 and row["params"]["BK"] == 16:
+            by_tile.setdefault(row["params"]["BM"], []).append(row)
+    small, large = by_tile[64][0], by_tile[128][0]
+    assert small["gflops"] < large["gflops"]  # what the H200 measured
+    rate = {}
+    for row in (small, large):
+        req = RunRequest(kernel, 4096, 4096, 4096, params=row["params"], level=0)
+        rate[row["params"]["BM"]] = simulate(req).manifest["stats"]["gflops"]
+    assert rate[64] < rate[128]
