@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from matviz.backends.devices import MODEL_DEFAULTS
 from matviz.core import access, banks, coalescing
 from matviz.core.config import KernelConfig
 from matviz.core.instructions import vector_width
@@ -58,19 +59,6 @@ from matviz.core.occupancy import Occupancy
 from matviz.core.trace import PROBE_DTYPE
 
 FLOAT_BYTES = 4
-# Constants newer than some device files: their defaults when a file lacks them.
-MODEL_DEFAULTS = {
-    "k_step_latency_cycles": 0.0,
-    "priority_halving_warps": 12.0,
-    "sm_speed_spread": 0.0,
-    "shared_tile_jitter": 0.0,
-    "naive_alone_speedup": 1.0,
-    "thread_fma_issue_cycles": 0.0,
-    "copy_engine_bandwidth_scale": 0.0,  # 0: TMA copies share bandwidth_scale
-    "copy_engine_latency_ns": 0.0,  # 0: TMA copies share load_latency_ns
-    "c_store_bytes_per_ns": 0.0,  # 0: the C tile's store is inside block_epilogue_ns
-    "sm_subpartitions": 4.0,  # every NVIDIA SM since Maxwell; 1: no sub-partition share
-}
 
 
 def site_costs(config: KernelConfig, lds128_cost: float) -> dict[str, Any]:
@@ -253,7 +241,7 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     # that share of the pipes, however many such blocks the SM holds. Not measured directly:
     # 06 and 07 with 2-warp blocks (BM64 BN64 TM8 TN8) ran at 36-54% of the FP32 peak on the
     # H200 at 4096^3, and without this term were simulated 1.2-2.1x too fast.
-    subs = max(int(constant(device, "sm_subpartitions")), 1)
+    subs = int(constant(device, "sm_subpartitions"))  # load_device checked it: 1 or more
     work /= min(warps, subs) / subs
     work += warps * m["tile_overhead_cycles"] / clk  # address math, LDG/STS, loop, per warp
     # alone, a warp issues its own multiply-adds one after another: a thread's micro-tile of

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from matviz.backends.devices import DEVICE_DIR, load_device
+from matviz.backends.devices import DEVICE_DIR, MODEL_DEFAULTS, load_device
 from matviz.core import occupancy as occ_mod
 from matviz.core.occupancy import LIMITERS, occupancy, occupancy_dict, resource_limits
 from matviz.core.registry import configure
@@ -161,6 +161,34 @@ def test_bad_device_files_fail_in_one_line(tmp_path, text, needle):
 def test_bad_device_values_are_named(tmp_path, change, needle):
     with pytest.raises(MatvizError, match=needle):
         edited_device(tmp_path, **change)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        ("sm_subpartitions", "four", "must be a number >= 0"),
+        ("sm_subpartitions", 0, "'sm_subpartitions' must be a whole number from 1 to 16"),
+        ("sm_subpartitions", 2.5, "'sm_subpartitions' must be a whole number"),
+        ("sm_subpartitions", 1e300, "'sm_subpartitions' must be a whole number"),
+        ("thread_fma_issue_cycles", -1, "model 'thread_fma_issue_cycles' must be a number >= 0"),
+        ("c_store_bytes_per_ns", None, "model 'c_store_bytes_per_ns' must be a number"),
+    ],
+)
+def test_bad_optional_model_constants_are_named(tmp_path, key, value, needle):
+    """A constant newer than some device files is checked where a file gives it, so an edited
+    copy fails in one line instead of deep in the simulator."""
+    model = json.loads((DEVICE_DIR / "h200.json").read_text())["model"]
+    model[key] = value
+    with pytest.raises(MatvizError, match=needle) as info:
+        edited_device(tmp_path, model=model)
+    assert "\n" not in str(info.value)
+
+
+def test_a_device_file_without_the_newer_constants_loads():
+    model = json.loads((DEVICE_DIR / "h200.json").read_text())["model"]
+    for key in MODEL_DEFAULTS:
+        model.pop(key, None)
+    assert load_device({**load_device("h200"), "model": model})["name"] == "NVIDIA H200"
 
 
 def test_unknown_device_names_and_missing_files():

@@ -73,6 +73,21 @@ MODEL_KEYS = (
     "naive_latency_ns",
     "naive_skew_frac",
 )
+# Model constants newer than some device files: their values when a file lacks them (a file
+# that gives one is checked).
+MODEL_DEFAULTS = {
+    "k_step_latency_cycles": 0.0,
+    "priority_halving_warps": 12.0,
+    "sm_speed_spread": 0.0,
+    "shared_tile_jitter": 0.0,
+    "naive_alone_speedup": 1.0,
+    "thread_fma_issue_cycles": 0.0,
+    "copy_engine_bandwidth_scale": 0.0,  # 0: TMA copies share bandwidth_scale
+    "copy_engine_latency_ns": 0.0,  # 0: TMA copies share load_latency_ns
+    "c_store_bytes_per_ns": 0.0,  # 0: the C tile's store is inside block_epilogue_ns
+    "sm_subpartitions": 4.0,  # every NVIDIA SM since Maxwell; 1: no sub-partition share
+}
+MAX_SUBPARTITIONS = 16  # warp schedulers an SM has (4 on every NVIDIA SM since Maxwell)
 # Constants that divide or scale a rate must be strictly positive; the rest may be zero.
 POSITIVE_MODEL_KEYS = (
     "bandwidth_scale",
@@ -150,6 +165,16 @@ def check_device(data: Any, where: str) -> dict[str, Any]:
         if key in POSITIVE_MODEL_KEYS and value == 0:
             raise MatvizError(f"{where}: model '{key}' must be positive")
         model[key] = float(value)
+    for key in MODEL_DEFAULTS:
+        value = model.get(key, 0.0)
+        if not _number(value) or value < 0:
+            raise MatvizError(f"{where}: model '{key}' must be a number >= 0 (got {value!r})")
+    subs = model.get("sm_subpartitions", MODEL_DEFAULTS["sm_subpartitions"])
+    if not _number(subs) or subs != int(subs) or not 1 <= subs <= MAX_SUBPARTITIONS:
+        raise MatvizError(
+            f"{where}: model 'sm_subpartitions' must be a whole number from 1 to "
+            f"{MAX_SUBPARTITIONS} (got {subs!r})"
+        )
     return data
 
 
