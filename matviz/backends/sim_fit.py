@@ -140,13 +140,12 @@ def validation(cases: list[Case], device: dict, source: str, date: str | None = 
     errors: dict[str, list[float]] = {}  # kernel -> each case's time error (%)
     for case, row in zip(cases, compare(cases, device), strict=True):
         errors.setdefault(case.kernel, []).append(row["error_pct"])
-    tolerance = VALIDATION_TOLERANCE
     kernels = {}
     for name, pct in errors.items():
         ratios = [100.0 / (100.0 + e) for e in pct]  # simulated ÷ measured rate
         kernels[name] = {
             "configurations": len(pct),
-            "within": sum(1 for e in pct if abs(e) <= 100 * tolerance),
+            "within": sum(1 for e in pct if abs(e) <= 100 * VALIDATION_TOLERANCE),
             "ratio_min": round(min(ratios), 3),
             "ratio_median": round(float(np.median(ratios)), 3),
             "ratio_max": round(max(ratios), 3),
@@ -155,7 +154,7 @@ def validation(cases: list[Case], device: dict, source: str, date: str | None = 
     return {
         "source": source,
         "size": sizes[0] if len(sizes) == 1 else None,
-        "tolerance": tolerance,
+        "tolerance": VALIDATION_TOLERANCE,
         "date": date or datetime.date.today().isoformat(),
         "kernels": kernels,
     }

@@ -459,11 +459,9 @@ def _stats(config: KernelConfig, blocks: np.ndarray, dev: dict) -> Stats:
 def _model_details(model: dict, dev: dict) -> dict:
     derived = {k: v for k, v in model.items() if k != "skew_scale_ns"}
     derived["skew_scale_ns"] = list(model["skew_scale_ns"])
-    model_notes = ("fit", "validation")  # what the constants were fitted to and checked against
-    constants = {k: v for k, v in dev["model"].items() if k not in model_notes}
-    return {"constants": constants, "derived": derived} | {
-        k: dev["model"].get(k) for k in model_notes
-    }
+    notes = ("fit", "validation")  # what the constants were fitted to and checked against
+    constants = {k: v for k, v in dev["model"].items() if k not in notes}
+    return {"constants": constants, "derived": derived, **{k: dev["model"].get(k) for k in notes}}
 
 
 __all__ = ["simulate", "schedule", "block_model", "site_costs", "load_device"]

@@ -87,7 +87,7 @@ MODEL_DEFAULTS = {
     "c_store_bytes_per_ns": 0.0,  # 0: the C tile's store is inside block_epilogue_ns
     "sm_subpartitions": 4.0,  # every NVIDIA SM since Maxwell; 1: no sub-partition share
 }
-MAX_SUBPARTITIONS = 16  # warp schedulers an SM has (4 on every NVIDIA SM since Maxwell)
+MAX_SUBPARTITIONS = 16  # the most warp schedulers a device file may give an SM
 # Constants that divide or scale a rate must be strictly positive; the rest may be zero.
 POSITIVE_MODEL_KEYS = (
     "bandwidth_scale",
