@@ -15,7 +15,9 @@ rows: every kernel at its fastest configuration, 4096^3, with the registers ptxa
 ``--validate FILE`` simulates every row of a ``python -m matviz.bench.kernels --json`` file (each
 configuration of each kernel, measured on a GPU) and writes, per kernel, how close the model
 came into the device JSON's ``validation`` entry, which every simulated trace carries and its
-info box states (``--dry-run``: only print).
+info box states (``--dry-run``: only print). Only rows that timed the code the kernel compiles
+today are compared (a row's ``code``: :mod:`matviz.toolchain.code_digest`); the others are
+counted apart.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import argparse
 import datetime
 import json
 import math
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,9 +39,11 @@ from matviz.backends.contract import RunRequest
 from matviz.backends.devices import DEFAULT_DEVICE, device_path, load_device
 from matviz.backends.simulator import simulate
 from matviz.core import metrics
+from matviz.core.registry import get_kernel
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 from matviz.paths import TRACE_DIR
+from matviz.toolchain.code_digest import level0_digest
 
 RECORDINGS_DIR = TRACE_DIR
 # The SM time a block uses (the per-SM retirement rate, hence the kernel time) depends on these.
@@ -69,6 +75,7 @@ class Case:
     time_ms: float
     registers: int | None = None
     trace: Trace | None = field(default=None, repr=False)
+    code: str | None = None  # the level-0 digest of the code timed (matviz.toolchain.code_digest)
 
 
 def _seed_case(label: str, kernel: str, params: dict, tflops: float) -> Case:
@@ -119,7 +126,11 @@ def configuration_cases(path: Path) -> list[Case]:
         for row in rows:
             n, ms = int(row["size"]), float(row["ms"])
             label = f"{row['kernel']} {row['label']}"
-            cases.append(Case(label, str(row["kernel"]), dict(row["params"]), (n, n, n), ms))
+            code = row.get("code")
+            if code is not None and not isinstance(code, str):
+                raise TypeError("code")
+            case = Case(label, str(row["kernel"]), dict(row["params"]), (n, n, n), ms, code=code)
+            cases.append(case)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MatvizError(f"could not read the benchmark {path}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -133,15 +144,32 @@ def configuration_cases(path: Path) -> list[Case]:
 VALIDATION_TOLERANCE = 0.25
 
 
+def timed_todays_code(case: Case) -> bool:
+    """Whether ``case`` timed the code its kernel compiles today at level 0 (a row without a
+    digest is taken as an earlier version)."""
+    config = get_kernel(case.kernel).configure(case.params, *case.shape)
+    return case.code is not None and case.code == level0_digest(config)
+
+
 def validation(cases: list[Case], device: dict, source: str, date: str | None = None) -> dict:
     """Per kernel, how the simulated rate of each case compares with the measured one:
     {kernel: {configurations, within (time within VALIDATION_TOLERANCE), ratio_min,
-    ratio_median, ratio_max (simulated ÷ measured rate)}}, with the source, size and date."""
-    errors: dict[str, list[float]] = {}  # kernel -> each case's time error (%)
-    for case, row in zip(cases, compare(cases, device), strict=True):
-        errors.setdefault(case.kernel, []).append(row["error_pct"])
-    kernels = {}
+    ratio_median, ratio_max (simulated ÷ measured rate), earlier_code}}, with the source, size
+    and date. Only cases that timed today's code are compared; ``earlier_code`` counts the others
+    (a kernel whose every case timed an earlier version has no ratios)."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # one nvcc run a case
+        todays = list(pool.map(timed_todays_code, cases))
+    current = [case for case, today in zip(cases, todays, strict=True) if today]
+    errors: dict[str, list[float]] = {case.kernel: [] for case in cases}  # time errors (%)
+    for case, row in zip(current, compare(current, device), strict=True):
+        errors[case.kernel].append(row["error_pct"])
+    earlier = {name: sum(1 for c in cases if c.kernel == name) - len(pct)
+               for name, pct in errors.items()}  # fmt: skip
+    kernels: dict[str, dict] = {}
     for name, pct in errors.items():
+        if not pct:
+            kernels[name] = {"configurations": 0, "within": 0, "earlier_code": earlier[name]}
+            continue
         ratios = [100.0 / (100.0 + e) for e in pct]  # simulated ÷ measured rate
         kernels[name] = {
             "configurations": len(pct),
@@ -149,6 +177,7 @@ def validation(cases: list[Case], device: dict, source: str, date: str | None = 
             "ratio_min": round(min(ratios), 3),
             "ratio_median": round(float(np.median(ratios)), 3),
             "ratio_max": round(max(ratios), 3),
+            "earlier_code": earlier[name],
         }
     sizes = sorted({c.shape[0] for c in cases})
     return {
@@ -164,9 +193,14 @@ def print_validation(entry: dict, out=None) -> None:
     out = out or sys.stdout
     print(f"validation against {entry['source']} (time within {entry['tolerance']:.0%}):", file=out)
     for name, k in entry["kernels"].items():
+        earlier = f"; {k['earlier_code']} timed earlier code" if k.get("earlier_code") else ""
+        if not k["configurations"]:
+            print(f"  {name:20} none of today's code{earlier}", file=out)
+            continue
         print(
             f"  {name:20} {k['within']:>3} of {k['configurations']:<3} simulated/measured rate "
-            f"{k['ratio_min']:.2f}-{k['ratio_max']:.2f}x (median {k['ratio_median']:.2f}x)",
+            f"{k['ratio_min']:.2f}-{k['ratio_max']:.2f}x (median {k['ratio_median']:.2f}x)"
+            f"{earlier}",
             file=out,
         )
 

@@ -21,6 +21,7 @@ from matviz.backends.contract import (
 )
 from matviz.backends.cupy_recorder import Recorder
 from matviz.core.registry import get_kernel, kernels
+from matviz.toolchain.code_digest import level0_digest
 
 # (tag, level, overhead target): level 1; level 2 stamping the blocks the trace budget holds
 # (all at most sizes); level 2 as `matviz record` keeps it, stamping fewer blocks until within
@@ -38,6 +39,8 @@ def measure(
 ) -> dict:
     row: dict = {"kernel": kernel, "params": params, "label": get_kernel(kernel).labels(params)}
     row["size"] = size
+    # which code the row timed: the simulator's check counts only rows of today's code
+    row["code"] = level0_digest(get_kernel(kernel).configure(params, size, size, size))
     for tag, level, target in RUNS:
         req = RunRequest(kernel, size, size, size, params, backend="cuda", level=level,
                          repeats=repeats, stamp_form=stamp_form,

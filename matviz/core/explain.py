@@ -528,7 +528,8 @@ def shared_reuse(config: KernelConfig) -> dict[str, Any] | None:
 def simulation_check(trace: Trace) -> dict[str, str] | None:
     """How the model fared against this kernel's measured configurations (the device file's
     ``validation``, which the simulated trace carries), as text fields; None where it has no
-    such check."""
+    such check. Without ``n``: every configuration timed ran an earlier version of the kernel's
+    code (``earlier`` of them), so the model is not checked against today's."""
     details = trace.manifest.get("details") or {}
     check = (details.get("model") or {}).get("validation")
     if not isinstance(check, dict) or not isinstance(check.get("kernels"), dict):
@@ -537,10 +538,13 @@ def simulation_check(trace: Trace) -> dict[str, str] | None:
     if not isinstance(kernel, dict):
         return None
     try:
-        return {
-            "n": str(int(kernel["configurations"])),
+        n, earlier = int(kernel["configurations"]), int(kernel.get("earlier_code", 0))
+        fields = {"size": str(int(check["size"])), "earlier": str(earlier)}
+        if n == 0:
+            return fields if earlier > 0 else None
+        return fields | {
+            "n": str(n),
             "within": str(int(kernel["within"])),
-            "size": str(int(check["size"])),
             "tolerance": f"{100 * float(check['tolerance']):.0f}",
             "low": f"{float(kernel['ratio_min']):.2f}",
             "high": f"{float(kernel['ratio_max']):.2f}",
@@ -561,8 +565,10 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     if trace.is_simulated:
         facts.append(tr(txt.FACT_SIMULATED).format(device=device))
         checked = simulation_check(trace)
-        if checked is not None:
+        if checked is not None and "n" in checked:
             facts.append(tr(txt.FACT_SIMULATED_CHECKED).format(device=device, **checked))
+        elif checked is not None:
+            facts.append(tr(txt.FACT_SIMULATED_UNCHECKED).format(device=device, **checked))
     else:
         timer = m["timer"].get("name", "?") if isinstance(m["timer"], dict) else m["timer"]
         facts.append(tr(txt.FACT_RECORDED).format(device=device, timer=timer))

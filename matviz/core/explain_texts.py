@@ -217,6 +217,10 @@ FACT_SIMULATED_CHECKED = (
     "model's time came within {tolerance}% in {within}; its rate ran {low}× to {high}× the "
     "measured one (median {median}×)."
 )
+FACT_SIMULATED_UNCHECKED = (
+    "Not yet checked against this kernel's code as it is: the {earlier} configurations measured "
+    "on the {device} at {size}³ ran an earlier version of it."
+)
 FACT_RECORDED = "Recorded on {device} (timer: {timer})."
 FACT_RATE = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}: {pct}% of cuBLAS ({cublas} GFLOP/s)."
 FACT_RATE_ONLY = "{gflops} GFLOP/s for {M}×{N}×{K} in {time}."

@@ -46,7 +46,13 @@ def summary_lines(trace: Trace) -> list[str]:
         f"rel.error  {_fmt(stats.get('rel_error'), '.2e', 'not computed (simulated)')}",
     ]
     checked = simulation_check(trace)
-    if checked is not None:
+    if checked is not None and "n" not in checked:
+        lines.append(
+            f"model      not yet checked against today's code of {trace.kernel}: the "
+            f"{checked['earlier']} configurations timed on the GPU at {checked['size']}³ ran an "
+            "earlier version of it"
+        )
+    elif checked is not None:
         lines.append(
             f"model      checked against {checked['n']} configurations of {trace.kernel} timed on "
             f"the GPU at {checked['size']}³: time within {checked['tolerance']}% in "

@@ -195,13 +195,16 @@ def _run_nvcc(
 def cubin_command(
     nvcc: str, source: str, flags: list[str], arch: str, out: str, *extra: str
 ) -> list[str]:
-    """The nvcc command line that builds ``source`` into the cubin ``out``. An arch-specific
-    target (sm_90a) goes through -gencode: nvcc 13.0's -arch=sm_90a also runs a plain sm_90
-    pass, which rejects wgmma."""
-    target = f"-arch={arch}"
+    """The nvcc command line that builds ``source`` into the cubin ``out``."""
+    return [nvcc, target_flag(arch), "-cubin", *extra, *flags, source, "-o", out]
+
+
+def target_flag(arch: str) -> str:
+    """nvcc's flag for one target. An arch-specific one (sm_90a) goes through -gencode: nvcc
+    13.0's -arch=sm_90a also runs a plain sm_90 pass, which rejects wgmma."""
     if arch.endswith("a"):
-        target = f"-gencode=arch=compute_{arch[3:]},code={arch}"
-    return [nvcc, target, "-cubin", *extra, *flags, source, "-o", out]
+        return f"-gencode=arch=compute_{arch[3:]},code={arch}"
+    return f"-arch={arch}"
 
 
 def _first_error(log: str) -> str:
