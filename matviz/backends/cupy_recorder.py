@@ -373,7 +373,7 @@ class Recorder:
                 plain, C, {form: (instr, args) for form, (instr, _) in builds.items()}
             )
 
-        least = int(self.device["sm_count"])  # about one stamping block per SM, at least
+        least = sampling.least_stamped_blocks(int(self.device["sm_count"]))
         every, form, tried = sampling.stride_within(
             overheads_at, first, self.config.n_blocks, least, math.inf if target is None else target
         )

@@ -105,3 +105,18 @@ def test_the_form_nearer_zero_is_kept_even_where_another_runs_faster():
     """A form that runs 31% faster than level 0 (more blocks per SM) is not the kernel."""
     overheads_at, _ = timed({1: {"lanes": 0.8, "store": -31.0, "held": -32.7}})
     assert stride_within(overheads_at, 1, 4096, 132, 3.0)[:2] == (1, "lanes")
+
+
+def test_a_launch_of_several_waves_thins_to_the_least_stamped_blocks():
+    """Kernel 10 at 4096³ on an H100: 1,024 blocks, 132 SMs. Stamping 1 block in 16 (64 blocks,
+    fewer than the SMs) is what brought it within 3%; 1 in 32 would leave 32."""
+    overhead_at, asked = timed({1: 9.67, 2: 7.0, 4: 5.45, 8: 3.4, 16: 0.95})
+    least = sampling.least_stamped_blocks(132)
+    assert stride_within(overhead_at, 1, 1024, least, 3.0)[0] == 16
+    assert asked == [1, 2, 4, 8, 16]
+    assert sampling.sampled_blocks(1024, 32) < least <= sampling.sampled_blocks(1024, 16)
+
+
+def test_a_gpu_of_fewer_sms_than_the_least_keeps_one_block_per_sm():
+    assert sampling.least_stamped_blocks(46) == 46
+    assert sampling.least_stamped_blocks(132) == sampling.LEAST_STAMPED_BLOCKS == 64
