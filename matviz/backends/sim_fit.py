@@ -28,6 +28,7 @@ import json
 import math
 import os
 import sys
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,8 +164,8 @@ def validation(cases: list[Case], device: dict, source: str, date: str | None = 
     errors: dict[str, list[float]] = {case.kernel: [] for case in cases}  # time errors (%)
     for case, row in zip(current, compare(current, device), strict=True):
         errors[case.kernel].append(row["error_pct"])
-    earlier = {name: sum(1 for c in cases if c.kernel == name) - len(pct)
-               for name, pct in errors.items()}  # fmt: skip
+    timed = Counter(case.kernel for case in cases)
+    earlier = {name: timed[name] - len(pct) for name, pct in errors.items()}
     kernels: dict[str, dict] = {}
     for name, pct in errors.items():
         if not pct:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from pathlib import Path
 
 from matviz.core.config import KernelConfig
 from matviz.errors import MatvizError
 from matviz.paths import KERNEL_DIR
-from matviz.toolchain.nvcc import NVCC_TIMEOUT_S, nvcc_path, target_flag
+from matviz.toolchain.nvcc import nvcc_path, run_tool, target_flag
 
 _LINE_MARKER = re.compile(r'^#\s*\d+\s+"([^"]*)"')
 
@@ -34,17 +33,14 @@ def level0_digest(config: KernelConfig, kernel_dir: Path = KERNEL_DIR) -> str:
     cmd = [nvcc, "-E", "-x", "cu", target_flag(config.kernel.arch), *config.defines(0),
            f"-I{kernel_dir}", str(source)]  # fmt: skip
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        preprocessed = run_tool(cmd)
+    except MatvizError as exc:
         raise MatvizError(f"nvcc could not preprocess {source.name}: {exc}") from None
-    if done.returncode:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise MatvizError(f"nvcc could not preprocess {source.name}: {last}")
     digest = hashlib.sha256()
     launch = {"grid": config.grid, "block": config.block, "smem": config.smem_bytes}
     digest.update(json.dumps(launch, sort_keys=True).encode())
     own, folders = False, {}  # a line marker's file -> whether it lies in kernel_dir
-    for line in done.stdout.splitlines():
+    for line in preprocessed.splitlines():
         marker = _LINE_MARKER.match(line)
         if marker:
             name = marker.group(1)

@@ -207,6 +207,19 @@ def target_flag(arch: str) -> str:
     return f"-arch={arch}"
 
 
+def run_tool(cmd: list[str], env: dict | None = None) -> str:
+    """Run a toolkit program (nvcc, cuobjdump) and return its stdout; a failure, a timeout or a
+    missing program is one MatvizError line."""
+    name = Path(cmd[0]).name
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S, env=env)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise MatvizError(f"could not run {name}: {exc}") from exc
+    if done.returncode != 0:
+        raise MatvizError(f"{name} failed: {_first_error(done.stderr + done.stdout)}")
+    return done.stdout
+
+
 def _first_error(log: str) -> str:
     lines = [line.strip() for line in log.splitlines() if line.strip()]
     for line in lines:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -18,12 +17,7 @@ from pathlib import Path
 
 from matviz.core.config import KernelConfig
 from matviz.errors import MatvizError
-from matviz.toolchain.nvcc import (
-    NVCC_TIMEOUT_S,
-    compile_flags,
-    cubin_command,
-    nvcc_path,
-)
+from matviz.toolchain.nvcc import compile_flags, cubin_command, nvcc_path, run_tool
 
 _LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _BRANCH = re.compile(r"\bBRA (0x[0-9a-f]+)")
@@ -56,21 +50,11 @@ def sass(config: KernelConfig, level: int) -> list[Instruction]:
     with tempfile.TemporaryDirectory(prefix="matviz-sass-") as tmp:
         cubin = str(Path(tmp) / "kernel.cubin")
         flags = compile_flags(config, level)
-        _run(cubin_command(nvcc, str(config.kernel.source), flags, config.kernel.arch, cubin))
+        run_tool(cubin_command(nvcc, str(config.kernel.source), flags, config.kernel.arch, cubin))
         # cuobjdump runs nvdisasm, which the wheels install next to it
         path = f"{Path(cuobjdump).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-        listing = _run([cuobjdump, "-sass", cubin], {**os.environ, "PATH": path})
+        listing = run_tool([cuobjdump, "-sass", cubin], {**os.environ, "PATH": path})
     return [(int(m[1], 16), m[2]) for m in map(_LINE.match, listing.splitlines()) if m]
-
-
-def _run(cmd: list[str], env: dict | None = None) -> str:
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S, env=env)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise MatvizError(f"could not run {Path(cmd[0]).name}: {exc}") from exc
-    if done.returncode != 0:
-        raise MatvizError(f"{Path(cmd[0]).name} failed: {done.stderr.strip()[:300]}")
-    return done.stdout
 
 
 def loops(instructions: list[Instruction]) -> list[list[str]]:
