@@ -1,8 +1,11 @@
 """Kernel benchmark on the GPU: GFLOP/s, % of cuBLAS, instrumentation overhead, timer span.
 
     python -m matviz.bench.kernels [--size 4096] [--json out.json] [--kernels tiled,naive]
+                                   [--from earlier.json [--stale]]
 
-Every configuration of every registered kernel (each parameter at each allowed value).
+Every configuration of every registered kernel (each parameter at each allowed value), or those
+an earlier benchmark file holds (--from), or of those only the ones whose row timed an earlier
+version of the kernel's code (--stale): what a refresh of the bundled rows needs to time again.
 
 Every figure in a row comes from one process: level-0 and level-N builds are timed interleaved
 with CUDA events (median of --repeats after warm-up), and cuBLAS on the same inputs.
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 
 from matviz.backends.contract import (
     DEFAULT_OVERHEAD_TARGET_PCT,
@@ -20,7 +25,10 @@ from matviz.backends.contract import (
     RunRequest,
 )
 from matviz.backends.cupy_recorder import Recorder
+from matviz.backends.sim_fit import configuration_cases, timed_todays_code
 from matviz.core.registry import get_kernel, kernels
+from matviz.errors import MatvizError
+from matviz.export.atomic import AtomicOutput, check_writable
 from matviz.toolchain.code_digest import level0_digest
 
 # (tag, level, overhead target): level 1; level 2 stamping the blocks the trace budget holds
@@ -32,6 +40,33 @@ RUNS = (("l1", 1, None), ("l2", 2, None), ("l2kept", 2, DEFAULT_OVERHEAD_TARGET_
 def configurations(names: list[str] | None = None) -> list[tuple[str, dict]]:
     chosen = [get_kernel(n) for n in names] if names else list(kernels().values())
     return [(k.name, params) for k in chosen for params in k.configurations()]
+
+
+def configurations_from(
+    path: str, names: list[str] | None = None, stale: bool = False
+) -> list[tuple[str, dict]]:
+    """The configurations an earlier ``--json`` file timed, in its order, once each (of the
+    kernels ``names``); ``stale``: only those whose row timed an earlier version of the code
+    (or carries no digest)."""
+    wanted = {get_kernel(n).name for n in names} if names else None
+    chosen: list[tuple[str, dict]] = []
+    for case in configuration_cases(path):
+        kernel = get_kernel(case.kernel).name
+        if wanted is not None and kernel not in wanted:
+            continue
+        if (kernel, case.params) in chosen:
+            continue
+        if stale and timed_todays_code(case):
+            continue
+        chosen.append((kernel, case.params))
+    return chosen
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet
+        return False
 
 
 def measure(
@@ -76,6 +111,17 @@ def main() -> None:
     parser.add_argument("--json")
     parser.add_argument("--kernels", help="comma list (default: every registered kernel)")
     parser.add_argument(
+        "--from",
+        dest="earlier",
+        metavar="FILE",
+        help="time the configurations an earlier --json file holds instead of every one",
+    )
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="with --from: only those whose row timed an earlier version of the kernel's code",
+    )
+    parser.add_argument(
         "--stamp-form",
         default=DEFAULT_STAMP_FORM,
         choices=STAMP_FORM_CHOICES,
@@ -83,12 +129,31 @@ def main() -> None:
     )
     args = parser.parse_args()
     names = args.kernels.split(",") if args.kernels else None
+    if args.stale and not args.earlier:
+        parser.error("--stale needs --from")
+    try:
+        if args.json:  # before minutes on the GPU, not after
+            check_writable(args.json)
+            if args.earlier and _same_file(args.json, args.earlier):
+                raise MatvizError(f"--json {args.json} would replace the --from file it reads")
+        if args.earlier:
+            chosen = configurations_from(args.earlier, names, args.stale)
+        else:
+            chosen = configurations(names)
+    except MatvizError as exc:
+        print(f"matviz bench: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(f"{len(chosen)} configurations", flush=True)
     rows = []
-    for kernel, params in configurations(names):
-        rows.append(measure(kernel, params, args.size, args.repeats, args.stamp_form))
-        if args.json:  # after every row: a run cut short still leaves its figures
-            with open(args.json, "w") as fh:
-                json.dump(rows, fh, indent=2)
+    for kernel, params in chosen:
+        try:
+            rows.append(measure(kernel, params, args.size, args.repeats, args.stamp_form))
+            if args.json:  # after every row, whole: a run cut short still leaves its figures
+                with AtomicOutput(args.json) as tmp:
+                    tmp.write_text(json.dumps(rows, indent=2))
+        except MatvizError as exc:  # no CuPy, no GPU, a failed build, a full disk: one line
+            print(f"matviz bench: {kernel} {params}: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
     print(
         f"{'kernel':<18}{'params':<8}{'ms':>9}{'GFLOP/s':>10}{'cuBLAS':>10}{'%cuBLAS':>9}"
         f"{'L1 ovh%':>9}{'L2 ovh%':>9}{'kept ovh%':>10}{'1 in':>5}{'span/evt':>10}{'rel.err':>10}"
