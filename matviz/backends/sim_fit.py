@@ -40,6 +40,7 @@ from matviz.backends.contract import RunRequest
 from matviz.backends.devices import DEFAULT_DEVICE, device_path, load_device
 from matviz.backends.simulator import simulate
 from matviz.core import metrics
+from matviz.core.json_input import read_json_file
 from matviz.core.registry import get_kernel
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
@@ -119,10 +120,11 @@ MAX_BENCHMARK_BYTES = 64 * 2**20  # the H200 file of 157 configurations is 120 K
 def configuration_cases(path: Path) -> list[Case]:
     """A case per row of a ``python -m matviz.bench.kernels --json`` file."""
     path = Path(path)
-    if not path.is_file() or path.stat().st_size > MAX_BENCHMARK_BYTES:
-        raise MatvizError(f"the benchmark {path} is not a JSON file of at most 64 MB")
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        rows = read_json_file(path, MAX_BENCHMARK_BYTES, f"the benchmark {path}")
+    except MatvizError as exc:  # a FIFO, a folder, no file, too large, not JSON
+        raise MatvizError(f"{exc} (a JSON file of at most 64 MB is needed)") from None
+    try:
         cases = []
         for row in rows:
             n, ms = int(row["size"]), float(row["ms"])
@@ -132,8 +134,6 @@ def configuration_cases(path: Path) -> list[Case]:
                 raise TypeError("code")
             case = Case(label, str(row["kernel"]), dict(row["params"]), (n, n, n), ms, code=code)
             cases.append(case)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MatvizError(f"could not read the benchmark {path}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError):
         raise MatvizError(f"the benchmark {path} has a malformed row") from None
     if not cases or any(c.time_ms <= 0 or not math.isfinite(c.time_ms) for c in cases):

@@ -291,12 +291,9 @@ def read_rows(
 ) -> list[dict[str, Any]]:
     """The JSON list of rows in ``path``, each of which ``fits``; MatvizError naming ``what``
     (the command that writes such files) when the file is not one."""
-    from matviz.core.trace_io import read_small_file
+    from matviz.core.json_input import read_json_file
 
-    try:
-        rows = json.loads(read_small_file(path, max_bytes).decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError is one too
-        raise MatvizError(f"{path} is not JSON: {str(exc).splitlines()[0]}") from None
+    rows = read_json_file(path, max_bytes, str(path))
     if not isinstance(rows, list) or not rows or not all(fits(r) for r in rows):
         raise MatvizError(f"{path} is not a `{what}` file")
     return rows

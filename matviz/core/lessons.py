@@ -8,7 +8,6 @@ numbers through ``{placeholders}`` (:func:`facts`), so what it says is what the 
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from matviz.core import metrics
 from matviz.core.ceilings import issue_ceiling, shared_ceiling
 from matviz.core.explain import dram_floor_bytes, inputs_bytes, measured_bytes, shared_reuse
+from matviz.core.json_input import read_json_file
 from matviz.core.trace import Trace
 from matviz.errors import MatvizError
 from matviz.paths import RESOURCE_DIR, TRACE_DIR
@@ -85,15 +85,15 @@ def lesson_files() -> list[Path]:
     return sorted(LESSON_DIR.glob("*.json"))
 
 
+MAX_LESSON_BYTES = 4 << 20  # lesson 8 is 41 KB
+
+
 @lru_cache(maxsize=8)
 def load_lesson(path: Path) -> Lesson:
     """The lesson in ``path``; a malformed file is one MatvizError line."""
+    data = read_json_file(path, MAX_LESSON_BYTES, f"lesson {path}")
     try:
-        return Lesson.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
-    except OSError as exc:
-        raise MatvizError(f"cannot read lesson {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise MatvizError(f"lesson {path} is not valid JSON: {exc}") from None
+        return Lesson.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -57,14 +57,16 @@ def size_key(M: int, N: int, K: int) -> str:
 
 def load(path: Path | None = None) -> TunedFile:
     """The tuned file (empty when there is none); MatvizError when it is unreadable."""
+    from matviz.core.json_input import parse_json
     from matviz.core.trace_io import read_small_file  # bounded, regular files only
 
     path = path or tuned_path()
     if not path.exists():
         return TunedFile()
     try:
-        return TunedFile.model_validate(json.loads(read_small_file(path, MAX_FILE_BYTES)))
-    except ValueError as exc:  # JSON, UTF-8 and pydantic errors
+        data = read_small_file(path, MAX_FILE_BYTES)
+        return TunedFile.model_validate(parse_json(data, "the file"))
+    except (ValueError, MatvizError) as exc:  # JSON, UTF-8 and pydantic errors
         first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
         reason = first.splitlines()[0] if first else type(exc).__name__
         raise MatvizError(f"tuned defaults {path} are unreadable: {reason}") from None

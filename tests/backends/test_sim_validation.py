@@ -131,7 +131,7 @@ def test_a_benchmark_that_is_not_a_file_is_one_line(tmp_path, capsys):
     for name in ("pipe.json", "folder.json", "absent.json"):
         assert sim_fit.main(["--validate", str(tmp_path / name), "--dry-run"]) == 2
         err = capsys.readouterr().err.strip()
-        assert "is not a JSON file" in err and "\n" not in err
+        assert "a JSON file of at most 64 MB is needed" in err and "\n" not in err
 
 
 def test_the_shipped_check_counts_the_bundled_timings_of_todays_code():

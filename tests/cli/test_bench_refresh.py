@@ -10,6 +10,7 @@ import pytest
 
 from matviz.bench import kernels as bench
 from matviz.core.registry import configure
+from matviz.errors import MatvizError
 from matviz.toolchain.code_digest import level0_digest
 from matviz.toolchain.nvcc import nvcc_path
 
@@ -48,8 +49,9 @@ def test_stale_keeps_only_rows_of_earlier_code_in_the_files_order(tmp_path):
     "argv, fragment",
     [
         (["--stale"], "--stale needs --from"),
-        (["--from", "{missing}"], "is not a JSON file"),
-        (["--from", "{garbage}"], "could not read the benchmark"),
+        (["--from", "{missing}"], "no such file"),
+        (["--from", "{garbage}"], "is not JSON"),
+        (["--from", "{deep}"], "nested too deeply"),
         (["--from", "{bad_row}"], "malformed row"),
         (["--from", "{unknown}"], "unknown kernel"),
     ],
@@ -57,7 +59,9 @@ def test_stale_keeps_only_rows_of_earlier_code_in_the_files_order(tmp_path):
 def test_a_bad_earlier_file_is_one_line_and_times_nothing(tmp_path, capsys, monkeypatch,
                                                           argv, fragment):  # fmt: skip
     files = {"missing": tmp_path / "none.json", "garbage": tmp_path / "g.json",
-             "bad_row": tmp_path / "b.json", "unknown": tmp_path / "u.json"}  # fmt: skip
+             "bad_row": tmp_path / "b.json", "unknown": tmp_path / "u.json",
+             "deep": tmp_path / "d.json"}  # fmt: skip
+    files["deep"].write_text("[" * 100_000 + "]" * 100_000)
     files["garbage"].write_bytes(b"\x00\xff{")
     files["bad_row"].write_text(json.dumps([{"kernel": "tiled", "params": 3}]))
     files["unknown"].write_text(json.dumps([_row("no_such_kernel", {}, None)]))
@@ -77,14 +81,12 @@ def test_a_bad_earlier_file_is_one_line_and_times_nothing(tmp_path, capsys, monk
 def test_a_fifo_is_refused_unread(tmp_path):
     fifo = tmp_path / "rows.json"
     os.mkfifo(fifo)
-    with pytest.raises(Exception, match="is not a JSON file"):
+    with pytest.raises(MatvizError, match="not a regular file"):
         bench.configurations_from(str(fifo))
 
 
 def test_a_failed_measurement_is_one_line_and_keeps_the_rows_before(tmp_path, capsys,
                                                                     monkeypatch):  # fmt: skip
-    from matviz.errors import MatvizError
-
     path = tmp_path / "rows.json"
     t16, t32 = {"tile": 16, "pad": 0}, {"tile": 32, "pad": 0}
     path.write_text(json.dumps([_row("tiled", t16, None), _row("tiled", t32, None)]))

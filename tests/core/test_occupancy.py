@@ -135,7 +135,7 @@ def test_occupancy_dict_is_plain_json():
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("{not json", "not valid JSON"),
+        ("{not json", "is not JSON"),
         ("[]", "expected a JSON object"),
         ('{"name": "x"}', "missing 'sm_count'"),
     ],

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from matviz.core.json_input import read_json_file
 from matviz.errors import MatvizError
 
 DEVICE_DIR = Path(__file__).resolve().parent
@@ -115,19 +116,15 @@ def device_path(path_or_name: str | Path) -> Path:
     return path
 
 
+MAX_DEVICE_FILE_BYTES = 1 << 20  # a description with its model, fit and check is 20 KB
+
+
 def load_device(path_or_name: str | Path | Mapping[str, Any] = DEFAULT_DEVICE) -> dict[str, Any]:
     """Read and check a device description; a mapping is checked and copied."""
     if isinstance(path_or_name, Mapping):
         return check_device(json.loads(json.dumps(path_or_name)), "device description")
     path = device_path(path_or_name)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise MatvizError(f"device file {path}: no such file") from None
-    except OSError as exc:
-        raise MatvizError(f"device file {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MatvizError(f"device file {path}: not valid JSON ({exc})") from None
+    data = read_json_file(path, MAX_DEVICE_FILE_BYTES, f"device file {path}")
     return check_device(data, f"device file {path}")
 
 
