@@ -24,6 +24,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from matviz.core.config import KernelConfig
+from matviz.core.json_input import read_json_file
+from matviz.core.trace_io import read_small_file
 from matviz.errors import MatvizError
 from matviz.paths import KERNEL_DIR
 
@@ -272,14 +274,19 @@ def parse_ptxas(log: str, entry: str) -> CompileReport:
     )
 
 
+# far above what one kernel's report (with its ptxas log) and PTX take
+MAX_CACHED_REPORT_BYTES = 1 << 22
+MAX_CACHED_PTX_BYTES = 1 << 26
+
+
 def _read_cache(key: str) -> tuple[CompileReport, str] | None:
     folder = _cache_dir()
     try:
-        record = json.loads((folder / f"{key}.json").read_text())
-        ptx_text = (folder / f"{key}.ptx").read_text()
+        record = read_json_file(folder / f"{key}.json", MAX_CACHED_REPORT_BYTES, "the entry")
+        ptx_text = read_small_file(folder / f"{key}.ptx", MAX_CACHED_PTX_BYTES).decode()
         return CompileReport(**record), ptx_text
-    except (OSError, ValueError, TypeError):
-        return None  # missing or damaged: rebuild
+    except (MatvizError, ValueError, TypeError):
+        return None  # missing, damaged, a FIFO or not a file: rebuild
 
 
 def _write_cache(key: str, report: CompileReport, ptx_text: str) -> None:

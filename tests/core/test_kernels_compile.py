@@ -389,6 +389,33 @@ def test_disk_cache_hits_and_invalidates(scratch_kernels, monkeypatch) -> None:
 
 
 @needs_nvcc
+@pytest.mark.parametrize("damage", ["deep", "list", "latin-1", "fifo", "folder", "huge"])
+def test_a_damaged_cache_entry_is_built_again(scratch_kernels, damage) -> None:
+    """A cache entry nothing but matviz should write, damaged any way, costs a rebuild: never
+    an error, a hang on a FIFO or a read of a huge file."""
+    import os
+
+    spec, _, cache = scratch_kernels
+    first = compile_report.compile_report(spec, 0)
+    (entry,) = cache.glob("*.json")
+    entry.unlink()
+    if damage == "fifo":
+        os.mkfifo(entry)
+    elif damage == "folder":
+        entry.mkdir()
+    elif damage == "huge":
+        with open(entry, "wb") as fh:
+            fh.truncate(1 << 30)  # sparse
+    else:
+        entry.write_bytes({"deep": b"[" * 100_000 + b"]" * 100_000, "list": b"[1, 2]",
+                           "latin-1": "{\"x\": \"Ger\u00e4t\"}".encode("latin-1")}[damage])
+    compile_report._build_keyed.cache_clear()
+    assert compile_report.compile_report(spec, 0) == first
+    if damage not in ("fifo", "folder"):  # a regular file is replaced by a good entry
+        assert compile_report._read_cache(entry.stem) is not None
+
+
+@needs_nvcc
 def test_compile_error_is_a_matviz_error(scratch_kernels) -> None:
     spec, kdir, _ = scratch_kernels
     source = kdir / "09_scratch.cu"
