@@ -8,6 +8,7 @@ import json
 import os
 from typing import Any
 
+from matviz.core.trace_io import read_small_file
 from matviz.errors import MatvizError
 
 
@@ -24,6 +25,4 @@ def parse_json(data: bytes | str, what: str) -> Any:
 def read_json_file(path: str | os.PathLike[str], cap: int, what: str) -> Any:
     """The JSON in ``path``, a regular file of at most ``cap`` bytes (a FIFO, a device or a huge
     file is refused unread); one MatvizError line otherwise."""
-    from matviz.core.trace_io import read_small_file
-
     return parse_json(read_small_file(path, cap), what)

@@ -63,8 +63,8 @@ def load(path: Path | None = None) -> TunedFile:
     path = path or tuned_path()
     if not path.exists():
         return TunedFile()
+    data = read_small_file(path, MAX_FILE_BYTES)  # a FIFO or a huge file: its own line
     try:
-        data = read_small_file(path, MAX_FILE_BYTES)
         return TunedFile.model_validate(parse_json(data, "the file"))
     except (ValueError, MatvizError) as exc:  # JSON, UTF-8 and pydantic errors
         first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)

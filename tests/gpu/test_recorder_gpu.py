@@ -194,7 +194,10 @@ def test_the_recorder_stamps_fewer_blocks_until_within_its_target(kernel, params
         assert sampled["phase_every"] == within[0]
     else:  # doubling stopped where too few blocks would stamp, and the closest was kept
         least = sampling.least_stamped_blocks(sms)
-        assert -(-config.n_blocks // (2 * strides[-1])) < least or 2 * strides[-1] > 64
+        wider = 2 * strides[-1]
+        assert sampling.sampled_blocks(config.n_blocks, wider) < least or (
+            wider > sampling.MAX_KEPT_STRIDE
+        )
         assert sampled["phase_every"] == min(tried, key=lambda t: (abs(t[1]), t[0]))[0]
     every = sampled["phase_every"]
     np.testing.assert_array_equal(trace.phase_blocks, np.arange(0, config.n_blocks, every))
