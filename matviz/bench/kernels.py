@@ -1,11 +1,14 @@
 """Kernel benchmark on the GPU: GFLOP/s, % of cuBLAS, instrumentation overhead, timer span.
 
     python -m matviz.bench.kernels [--size 4096] [--json out.json] [--kernels tiled,naive]
-                                   [--from earlier.json [--stale]]
+                                   [--from earlier.json [--stale]] [--update rows.json]
 
 Every configuration of every registered kernel (each parameter at each allowed value), or those
 an earlier benchmark file holds (--from), or of those only the ones whose row timed an earlier
 version of the kernel's code (--stale): what a refresh of the bundled rows needs to time again.
+--update F does that refresh in F itself: each stale row of this GPU and size is timed again and
+put in its place at once, so a run cut short keeps what it timed and the next run goes on from
+there.
 
 Every figure in a row comes from one process: level-0 and level-N builds are timed interleaved
 with CUDA events (median of --repeats after warm-up), and cuBLAS on the same inputs.
@@ -17,6 +20,8 @@ import argparse
 import json
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from matviz.backends.contract import (
     DEFAULT_OVERHEAD_TARGET_PCT,
@@ -25,7 +30,8 @@ from matviz.backends.contract import (
     RunRequest,
 )
 from matviz.backends.cupy_recorder import Recorder
-from matviz.backends.sim_fit import configuration_cases, timed_todays_code
+from matviz.backends.sim_fit import MAX_BENCHMARK_BYTES, configuration_cases, timed_todays_code
+from matviz.core.json_input import read_json_file
 from matviz.core.registry import get_kernel, kernels
 from matviz.errors import MatvizError
 from matviz.export.atomic import AtomicOutput, check_writable
@@ -60,6 +66,55 @@ def configurations_from(
             continue
         chosen.append((kernel, case.params))
     return chosen
+
+
+def update_plan(path: str, device: str, size: int, names: list[str] | None = None):
+    """The rows of ``path`` (as read) and the (index, kernel, params) of each row to time again
+    for ``--update``: rows of ``device`` at ``size`` (of the kernels ``names``) that timed an
+    earlier version of the code or carry no digest, each configuration once. A row that names
+    no GPU (written before rows did) is taken to be of the one GPU the file's other rows name."""
+    cases = configuration_cases(path)  # every row checked, one case a row
+    rows = read_json_file(Path(path), MAX_BENCHMARK_BYTES, f"the benchmark {path}")
+    named = {row["device"] for row in rows if "device" in row}
+    files_gpu = named.pop() if len(named) == 1 else None
+    wanted = {get_kernel(n).name for n in names} if names else None
+    mine = [
+        (i, get_kernel(case.kernel).name, case)
+        for i, (row, case) in enumerate(zip(rows, cases, strict=True))
+        if row.get("device", files_gpu) == device
+        and case.shape == (size, size, size)
+        and (wanted is None or get_kernel(case.kernel).name in wanted)
+    ]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # one nvcc run a row
+        todays = list(pool.map(timed_todays_code, [case for _, _, case in mine]))
+    plan: list[tuple[int, str, dict]] = []
+    for (i, kernel, case), today in zip(mine, todays, strict=True):
+        if not today and not any(p[1:] == (kernel, case.params) for p in plan):
+            plan.append((i, kernel, case.params))
+    if not plan:
+        raise MatvizError(f"{path} has no row of {device} at {size}³ that timed earlier code")
+    return rows, plan
+
+
+def _update(path: str, names: list[str] | None, size: int, repeats: int, stamp_form: str) -> None:
+    from matviz.backends.cuda_status import cuda_status
+
+    check_writable(path)
+    ok, device = cuda_status()
+    if not ok:
+        raise MatvizError(f"--update times on a GPU ({device})")
+    rows, plan = update_plan(path, device, size, names)
+    print(f"{len(plan)} of {len(rows)} rows of {path} to time again on {device}", flush=True)
+    for n, (i, kernel, params) in enumerate(plan, 1):
+        row = measure(kernel, params, size, repeats, stamp_form)
+        if row["device"] != device:  # the recorder ran on another GPU than cuda_status saw
+            raise MatvizError(f"{kernel} {params} ran on {row['device']}, not {device}")
+        rows[i] = row
+        with AtomicOutput(path) as tmp:  # each row in place at once: a cut-short run keeps it
+            tmp.write_text(json.dumps(rows, indent=1) + "\n")  # the bundled files' layout
+        print(f"{n}/{len(plan)} {kernel} {row['label']}: {row['gflops']:.0f} GFLOP/s, "
+              f"level 1 {row['overhead_l1_pct']:+.2f}%, level 2 kept "
+              f"{row['overhead_l2kept_pct']:+.2f}%", flush=True)  # fmt: skip
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -122,6 +177,12 @@ def main() -> None:
         help="with --from: only those whose row timed an earlier version of the kernel's code",
     )
     parser.add_argument(
+        "--update",
+        metavar="FILE",
+        help="time again the rows of FILE from this GPU and size whose code changed, each put "
+        "back into FILE as soon as it is timed",
+    )
+    parser.add_argument(
         "--stamp-form",
         default=DEFAULT_STAMP_FORM,
         choices=STAMP_FORM_CHOICES,
@@ -131,6 +192,15 @@ def main() -> None:
     names = args.kernels.split(",") if args.kernels else None
     if args.stale and not args.earlier:
         parser.error("--stale needs --from")
+    if args.update and (args.earlier or args.json):
+        parser.error("--update reads and writes its own file: not with --from or --json")
+    if args.update:
+        try:
+            _update(args.update, names, args.size, args.repeats, args.stamp_form)
+        except MatvizError as exc:  # no GPU, a bad file, a failed build, a full disk: one line
+            print(f"matviz bench: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        return
     try:
         if args.json:  # before minutes on the GPU, not after
             check_writable(args.json)

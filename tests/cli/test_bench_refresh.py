@@ -123,3 +123,114 @@ def test_an_output_it_cannot_or_must_not_write_is_refused_before_any_timing(
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and len(err) == 1 and not timed
     assert earlier.read_bytes() == before  # the file it reads is never replaced
+
+
+# -- --update F: the refresh in the file itself -------------------------------------------------
+
+H200 = "NVIDIA H200"
+
+
+def _timed(kernel: str, params: dict, size: int, *rest) -> dict:
+    """What measure() gives: a whole row of today's code on the H200."""
+    return {"kernel": kernel, "params": params, "label": "new", "size": size, "ms": 0.5,
+            "code": _today(kernel, params), "device": H200, "gflops": 1.0,
+            "overhead_l1_pct": 0.1, "overhead_l2kept_pct": 0.2}  # fmt: skip
+
+
+def _update(monkeypatch, path, *extra, gpu=(True, H200)):
+    monkeypatch.setattr("matviz.backends.cuda_status.cuda_status", lambda: gpu)
+    monkeypatch.setattr("sys.argv", ["kernels", "--update", str(path), "--size", "256", *extra])
+    bench.main()
+
+
+@needs_nvcc
+def test_update_puts_each_stale_row_of_this_gpu_back_in_its_place(tmp_path, capsys, monkeypatch):
+    t8, t16, t32 = ({"tile": t, "pad": 0} for t in (8, 16, 32))
+    naive = {"tile": 16, "b_col_major": 0}
+    rows = [
+        _row("tiled", t32, "0123456789abcdef") | {"device": H200},  # stale: timed again
+        _row("tiled", t16, _today("tiled", t16)) | {"device": H200},  # today's code: kept
+        _row("naive", naive, None) | {"device": "NVIDIA H100 80GB HBM3"},  # another GPU: kept
+        _row("tiled", t8, None) | {"device": H200, "size": 512},  # another size: kept
+        _row("tiled", t8, None) | {"device": H200},  # no digest: timed again
+    ]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows, indent=1) + "\n")
+    timed = []
+
+    def measure(kernel, params, size, *rest):
+        timed.append((kernel, params))
+        if len(timed) == 2:
+            raise MatvizError("the GPU went away")
+        return _timed(kernel, params, size)
+
+    monkeypatch.setattr(bench, "measure", measure)
+    with pytest.raises(SystemExit) as stop:
+        _update(monkeypatch, path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and err == ["matviz bench: the GPU went away"]
+    assert timed == [("tiled", t32), ("tiled", t8)]
+    kept = json.loads(path.read_text())  # the row timed before the failure is in its place
+    assert kept == [_timed("tiled", t32, 256), *rows[1:]]
+    assert path.read_text() == json.dumps(kept, indent=1) + "\n"
+
+    timed.clear()  # the next run goes on from where this one stopped
+    _update(monkeypatch, path)
+    assert timed == [("tiled", t8)]
+    assert json.loads(path.read_text()) == [_timed("tiled", t32, 256), *rows[1:4],
+                                            _timed("tiled", t8, 256)]  # fmt: skip
+    assert not [p for p in tmp_path.iterdir() if p.name != "rows.json"]  # no temporary left
+    with pytest.raises(SystemExit) as stop:  # nothing stale any more
+        _update(monkeypatch, path)
+    assert stop.value.code == 2 and "that timed earlier code" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "case, fragment",
+    [
+        ("no_gpu", "--update times on a GPU (CuPy is not installed)"),
+        ("other_gpu", "has no row of NVIDIA H100 PCIe at 256³"),
+        ("with_json", "not with --from or --json"),
+        ("fifo", "not a regular file"),
+        ("deep", "nested too deeply"),
+    ],
+)
+def test_update_refuses_in_one_line_and_leaves_the_file_as_it_was(tmp_path, capsys, monkeypatch,
+                                                                  case, fragment):  # fmt: skip
+    path = tmp_path / "rows.json"
+    if case == "fifo":
+        os.mkfifo(path)
+    elif case == "deep":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        path.write_text(json.dumps([_row("tiled", {"tile": 32, "pad": 0}, None)
+                                    | {"device": H200}]))  # fmt: skip
+    before = None if case == "fifo" else path.read_bytes()
+    timed = []
+    monkeypatch.setattr(bench, "measure", lambda *a, **k: timed.append(a))
+    gpu = {"no_gpu": (False, "CuPy is not installed"),
+           "other_gpu": (True, "NVIDIA H100 PCIe")}.get(case, (True, H200))  # fmt: skip
+    extra = ["--json", str(tmp_path / "out.json")] if case == "with_json" else []
+    with pytest.raises(SystemExit) as stop:
+        _update(monkeypatch, path, *extra, gpu=gpu)
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and fragment in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1 or err.startswith("usage:")
+    assert not timed and sorted(p.name for p in tmp_path.iterdir()) == ["rows.json"]
+    if before is not None:
+        assert path.read_bytes() == before
+
+
+@needs_nvcc
+def test_update_takes_a_row_naming_no_gpu_as_of_the_one_gpu_the_file_names(tmp_path):
+    t16, t32 = {"tile": 16, "pad": 0}, {"tile": 32, "pad": 0}
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([_row("tiled", t16, None) | {"device": H200},
+                                _row("tiled", t32, None)]))  # fmt: skip
+    _, plan = bench.update_plan(str(path), H200, 256)
+    assert plan == [(0, "tiled", t16), (1, "tiled", t32)]
+    with pytest.raises(MatvizError, match="no row of NVIDIA H100"):  # nor of another GPU's
+        bench.update_plan(str(path), "NVIDIA H100", 256)
+    path.write_text(json.dumps([_row("tiled", t32, None)]))  # no GPU named anywhere: none
+    with pytest.raises(MatvizError, match="no row of NVIDIA H200"):
+        bench.update_plan(str(path), H200, 256)
