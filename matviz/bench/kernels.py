@@ -33,6 +33,7 @@ from matviz.backends.cupy_recorder import Recorder
 from matviz.backends.sim_fit import MAX_BENCHMARK_BYTES, configuration_cases, timed_todays_code
 from matviz.core.json_input import read_json_file
 from matviz.core.registry import get_kernel, kernels
+from matviz.core.sampling import OVERHEAD_TARGET_PCT
 from matviz.errors import MatvizError
 from matviz.export.atomic import AtomicOutput, check_writable
 from matviz.toolchain.code_digest import level0_digest
@@ -68,11 +69,29 @@ def configurations_from(
     return chosen
 
 
-def update_plan(path: str, device: str, size: int, names: list[str] | None = None):
+def misses_target(row: dict) -> bool:
+    """Whether ``row``'s overheads miss a target: level 1 above 1%, level 2 as recorded (or,
+    in a row from before the recorder kept fewer stamping blocks, with every block stamping)
+    above 3%. The digest covers level 0's code only, so such a row may have timed earlier
+    instrumentation."""
+    l2 = row.get("overhead_l2kept_pct", row.get("overhead_l2_pct"))
+    return any(
+        isinstance(v, (int, float)) and v > target
+        for v, target in (
+            (row.get("overhead_l1_pct"), OVERHEAD_TARGET_PCT[1]),
+            (l2, OVERHEAD_TARGET_PCT[2]),
+        )
+    )
+
+
+def update_plan(
+    path: str, device: str, size: int, names: list[str] | None = None, over_target: bool = False
+):
     """The rows of ``path`` (as read) and the (index, kernel, params) of each row to time again
     for ``--update``: rows of ``device`` at ``size`` (of the kernels ``names``) that timed an
-    earlier version of the code or carry no digest, each configuration once. A row that names
-    no GPU (written before rows did) is taken to be of the one GPU the file's other rows name."""
+    earlier version of the code or carry no digest (``over_target``: or miss an overhead
+    target), each configuration once. A row that names no GPU (written before rows did) is
+    taken to be of the one GPU the file's other rows name."""
     cases = configuration_cases(path)  # every row checked, one case a row
     rows = read_json_file(Path(path), MAX_BENCHMARK_BYTES, f"the benchmark {path}")
     named = {row["device"] for row in rows if "device" in row}
@@ -89,21 +108,25 @@ def update_plan(path: str, device: str, size: int, names: list[str] | None = Non
         todays = list(pool.map(timed_todays_code, [case for _, _, case in mine]))
     plan: list[tuple[int, str, dict]] = []
     for (i, kernel, case), today in zip(mine, todays, strict=True):
-        if not today and not any(p[1:] == (kernel, case.params) for p in plan):
+        again = not today or (over_target and misses_target(rows[i]))
+        if again and not any(p[1:] == (kernel, case.params) for p in plan):
             plan.append((i, kernel, case.params))
     if not plan:
-        raise MatvizError(f"{path} has no row of {device} at {size}³ that timed earlier code")
+        what = "timed earlier code" + (" or misses an overhead target" if over_target else "")
+        raise MatvizError(f"{path} has no row of {device} at {size}³ that {what}")
     return rows, plan
 
 
-def _update(path: str, names: list[str] | None, size: int, repeats: int, stamp_form: str) -> None:
+def _update(
+    path: str, names: list[str] | None, size: int, repeats: int, stamp_form: str, over: bool
+) -> None:
     from matviz.backends.cuda_status import cuda_status
 
     check_writable(path)
     ok, device = cuda_status()
     if not ok:
         raise MatvizError(f"--update times on a GPU ({device})")
-    rows, plan = update_plan(path, device, size, names)
+    rows, plan = update_plan(path, device, size, names, over)
     print(f"{len(plan)} of {len(rows)} rows of {path} to time again on {device}", flush=True)
     for n, (i, kernel, params) in enumerate(plan, 1):
         row = measure(kernel, params, size, repeats, stamp_form)
@@ -183,6 +206,12 @@ def main() -> None:
         "back into FILE as soon as it is timed",
     )
     parser.add_argument(
+        "--over-target",
+        action="store_true",
+        help="with --update: also the rows whose level-1 overhead is above 1%% or level-2 above "
+        "3%% (their code may be today's and their instrumentation not)",
+    )
+    parser.add_argument(
         "--stamp-form",
         default=DEFAULT_STAMP_FORM,
         choices=STAMP_FORM_CHOICES,
@@ -192,11 +221,13 @@ def main() -> None:
     names = args.kernels.split(",") if args.kernels else None
     if args.stale and not args.earlier:
         parser.error("--stale needs --from")
+    if args.over_target and not args.update:
+        parser.error("--over-target needs --update")
     if args.update and (args.earlier or args.json):
         parser.error("--update reads and writes its own file: not with --from or --json")
     if args.update:
         try:
-            _update(args.update, names, args.size, args.repeats, args.stamp_form)
+            _update(args.update, names, args.size, args.repeats, args.stamp_form, args.over_target)
         except MatvizError as exc:  # no GPU, a bad file, a failed build, a full disk: one line
             print(f"matviz bench: {exc}", file=sys.stderr)
             raise SystemExit(2) from None

@@ -49,6 +49,7 @@ def test_stale_keeps_only_rows_of_earlier_code_in_the_files_order(tmp_path):
     "argv, fragment",
     [
         (["--stale"], "--stale needs --from"),
+        (["--over-target"], "--over-target needs --update"),
         (["--from", "{missing}"], "no such file"),
         (["--from", "{garbage}"], "is not JSON"),
         (["--from", "{deep}"], "nested too deeply"),
@@ -234,3 +235,25 @@ def test_update_takes_a_row_naming_no_gpu_as_of_the_one_gpu_the_file_names(tmp_p
     path.write_text(json.dumps([_row("tiled", t32, None)]))  # no GPU named anywhere: none
     with pytest.raises(MatvizError, match="no row of NVIDIA H200"):
         bench.update_plan(str(path), H200, 256)
+
+
+@needs_nvcc
+def test_update_over_target_also_takes_rows_of_todays_code_that_miss_an_overhead_target(tmp_path):
+    t8, t16, t32 = ({"tile": t, "pad": 0} for t in (8, 16, 32))
+    t8p1, t16p1 = {"tile": 8, "pad": 1}, {"tile": 16, "pad": 1}
+
+    def today(params, **overheads):
+        return _row("tiled", params, _today("tiled", params)) | {"device": H200} | overheads
+
+    rows = [
+        today(t8, overhead_l1_pct=1.4, overhead_l2_pct=0.2),  # level 1 above 1%
+        today(t16, overhead_l1_pct=0.2, overhead_l2_pct=6.0, overhead_l2kept_pct=2.5),  # kept
+        today(t32, overhead_l1_pct=0.2, overhead_l2_pct=3.5),  # no kept figure: every block
+        today(t8p1, overhead_l1_pct=-0.3, overhead_l2_pct=0.4, overhead_l2kept_pct=0.4),
+        _row("tiled", t16p1, None) | {"device": H200},  # earlier code
+    ]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows))
+    assert bench.update_plan(str(path), H200, 256)[1] == [(4, "tiled", t16p1)]
+    _, plan = bench.update_plan(str(path), H200, 256, over_target=True)
+    assert plan == [(0, "tiled", t8), (2, "tiled", t32), (4, "tiled", t16p1)]
