@@ -26,6 +26,8 @@ STAMP_FORM_CHOICES = ("auto", *STAMP_FORMS)
 DEFAULT_STAMP_FORM = "auto"
 DEFAULT_OVERHEAD_TARGET_PCT = sampling.OVERHEAD_TARGET_PCT[2]
 MAX_BUDGET_MIB = sampling.MAX_BUDGET_BYTES // 2**20  # why: matviz.core.sampling
+# The kernels take the stride as a C int; the simulator's inputs key on 2 * seed + 1 as uint64.
+MAX_INT_FIELDS = {"phase_every": 2**31 - 1, "seed": 2**63 - 1}
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ class RunRequest:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise MatvizError(f"{name} must be a whole number >= {low} (got {value!r})")
+            high = MAX_INT_FIELDS.get(name)
+            if high is not None and value > high:
+                raise MatvizError(f"{name} must be at most {high} (got {value})")
         if self.stamp_form not in STAMP_FORM_CHOICES:
             choices = ", ".join(STAMP_FORM_CHOICES)
             raise MatvizError(f"stamp form must be one of {choices} (got {self.stamp_form!r})")

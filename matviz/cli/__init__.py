@@ -54,6 +54,12 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):
+        # An output that cannot encode µ, ³ or § (PYTHONIOENCODING=ascii, a Latin-1 locale)
+        # shows them escaped, as stderr does by default, not as a UnicodeEncodeError.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         if _wants_gui(argv):
             from matviz.app.main import run_gui  # lazily: other commands never import Qt

@@ -104,11 +104,12 @@ def check_name(path: Path) -> None:
     The hidden temporary written first is fitted to the folder's limit (matviz.export.atomic),
     so any name up to that limit works.
     """
-    from matviz.export.atomic import name_max
+    from matviz.export.atomic import name_max, unfit_name
 
     shown = one_line(str(path))
-    if any(not c.isprintable() for c in str(path)):
-        raise MatvizError(f"output '{shown}' has a line break or other control character")
+    unfit = unfit_name(str(path))
+    if unfit:
+        raise MatvizError(f"output '{shown}' {unfit}")
     try:
         parent = path.resolve().parent
         limit = name_max(parent) if parent.is_dir() else name_max(Path.cwd())

@@ -104,7 +104,7 @@ def run(args) -> int:
     from matviz.app.export_job import ExportJob  # imports Qt only for pictures
     from matviz.core.trace_io import load_trace
     from matviz.export.atomic import check_writable
-    from matviz.export.options import build_options
+    from matviz.export.options import build_options, format_for
 
     common.check_name(args.output)
     if (args.file is None) == (args.lesson is None):
@@ -112,6 +112,8 @@ def run(args) -> int:
     given = {"from": args.t0, "to": args.t1, "at": args.at, "block": args.block}
     given["max_events"] = args.max_events
     step = lesson_step(args.lesson) if args.lesson else None
+    if step is not None and format_for(args.output, args.format) == "perfetto":
+        raise MatvizError("--lesson exports a picture (gif, mp4 or png), not a perfetto trace")
     if step is not None:  # the step's view and block unless given; its text over the caption
         given["block"] = args.block or (None if step.block == "middle" else tuple(step.block))
         given["access"] = step.access

@@ -530,8 +530,9 @@ def simulation_check(trace: Trace) -> dict[str, str] | None:
     ``validation``, which the simulated trace carries), as text fields; None where it has no
     such check. Without ``n``: every configuration timed ran an earlier version of the kernel's
     code (``earlier`` of them), so the model is not checked against today's."""
-    details = trace.manifest.get("details") or {}
-    check = (details.get("model") or {}).get("validation")
+    details = trace.manifest.get("details")  # free-form: any JSON a file holds
+    model = details.get("model") if isinstance(details, dict) else None
+    check = model.get("validation") if isinstance(model, dict) else None
     if not isinstance(check, dict) or not isinstance(check.get("kernels"), dict):
         return None
     kernel = check["kernels"].get(trace.kernel)
@@ -550,8 +551,8 @@ def simulation_check(trace: Trace) -> dict[str, str] | None:
             "high": f"{float(kernel['ratio_max']):.2f}",
             "median": f"{float(kernel['ratio_median']):.2f}",
         }
-    except (KeyError, TypeError, ValueError):  # an older trace or device file: nothing said
-        return None
+    except (KeyError, TypeError, ValueError, OverflowError):  # an older trace or device file,
+        return None  # or a figure that is not finite: nothing said
 
 
 def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from matviz.core.config import VALUE_TILES, KernelConfig, StepLayout
-from matviz.core.correctness import MAP_EDGE, READS
+from matviz.core.correctness import MAP_EDGE, READ_KEYS, READS
 from matviz.core.kernel import MAX_FRAGMENT_SLOTS
 from matviz.core.manifest import SCHEMA_VERSION
 from matviz.core.registry import get_kernel
@@ -63,6 +63,15 @@ class Device(_Section):
     reg_alloc_unit_per_warp: Annotated[int, Field(strict=True, ge=1, le=1 << 16)] | None = None
     max_regs_per_thread: Annotated[int, Field(strict=True, ge=1, le=255)] | None = None
     cublas_fp32_gflops: NonNegative | None = None
+
+    @field_validator("sm_count", mode="before")
+    @classmethod
+    def _count_or_absent(cls, value: Any) -> Any:
+        # The views size the SM lanes by it, or by the smids where it is left out; a null
+        # stood for neither.
+        if value is None:
+            raise ValueError("must be a whole number (leave it out where unknown)")
+        return value
 
 
 class Timer(_Section):
@@ -260,6 +269,10 @@ class Correctness(_Section):
     def _wrong_of_total(self) -> Correctness:
         if self.wrong > self.total:
             raise ValueError("more wrong elements than C has")
+        # the summary prints every outcome's count
+        missing = [k for k in READ_KEYS.values() if self.stale_reads and k not in self.stale_reads]
+        if missing:
+            raise ValueError(f"stale_reads lacks {missing[0]}")
         return self
 
 

@@ -24,6 +24,16 @@ def shown(path: str | os.PathLike[str]) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def unfit_name(text: str) -> str | None:
+    """Why ``text`` cannot stand in a one-line message as it is, or None: bytes that are not
+    UTF-8 (os.fsdecode's surrogate escapes) or a line break or other control character."""
+    if any("\udc80" <= c <= "\udcff" for c in text):
+        return "is not UTF-8 text"
+    if any(not c.isprintable() for c in text):
+        return "has a line break or other control character"
+    return None
+
+
 def name_max(folder: Path) -> int:
     """The longest file name (bytes) ``folder`` takes; the common 255 when it cannot say."""
     try:
@@ -42,8 +52,9 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     files. Every problem is one MatvizError, never an OSError."""
     path = Path(path)
     what = f"cannot write '{shown(path)}'"
-    if any(not c.isprintable() for c in str(path)):
-        raise MatvizError(f"{what}: the name has a line break or other control character")
+    unfit = unfit_name(str(path))
+    if unfit:
+        raise MatvizError(f"{what}: the name {unfit}")
     if not path.name or path.name in (".", ".."):
         raise MatvizError(f"{what}: it names a folder, not a file")
     try:

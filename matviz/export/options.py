@@ -243,9 +243,13 @@ def frame_times(opts: ExportOptions, duration_ns: int) -> np.ndarray:
                 f"--at {opts.at_us:g} µs is outside the kernel (0 to {_us(duration_ns)})"
             )
         return np.array([round(at)], np.int64)
+    if duration_ns <= 0:
+        raise MatvizError("the trace's kernel took no time: there is nothing to animate")
     t0 = 0.0 if opts.t0_us is None else opts.t0_us * 1000
     t1 = float(duration_ns) if opts.t1_us is None else opts.t1_us * 1000
-    for name, t in (("--from", t0), ("--to", t1)):
+    for name, given, t in (("--from", opts.t0_us, t0), ("--to", opts.t1_us, t1)):
+        if given is None:  # the defaults: 0 and the end, whatever float makes of it
+            continue
         if not math.isfinite(t) or t < 0:
             raise MatvizError(f"{name} must be a time of at least 0 µs")
         if t > duration_ns:

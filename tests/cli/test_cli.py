@@ -1,8 +1,10 @@
 """The command line as a user meets it: one line and exit code 2 for every mistake."""
 
 import json
+import os
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -133,6 +135,8 @@ def test_cuda_backend_without_cuda_is_one_line(tmp_path, capsys):
         (["record", "tiled", "--max-overhead", "1e400"], "must be a finite number > 0"),
         (["record", "tiled", "--max-overhead", "101"], "101 must be at most 100"),
         (["record", "tiled", "--max-overhead", "3%"], "'3%' is not a number"),
+        (["record", "tiled", "--phase-every", str(2**31)], "phase_every must be at most"),
+        (["record", "tiled", "--seed", str(2**63)], "seed must be at most"),
         (["frobnicate"], "invalid choice"),
     ],
 )
@@ -245,6 +249,65 @@ def test_show_corrupt_and_missing_files(tmp_path, capsys):
     assert_one_line_error(code, err, "missing.mvz")
 
 
+def _record_then_edit_manifest(capsys, path, edit):
+    """A small simulated trace at ``path`` whose manifest ``edit`` then changes in place."""
+    argv = ["record", "tiled", "-M", "32", "-N", "32", "-K", "32", "--backend", "sim"]
+    assert run(capsys, *argv, "-o", str(path))[0] == 0
+    with zipfile.ZipFile(path) as zf:
+        files = {name: zf.read(name) for name in zf.namelist()}
+    manifest = json.loads(files["manifest.json"])
+    edit(manifest)
+    files["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+
+
+def _set_model(manifest, value):
+    manifest["details"]["model"] = value
+
+
+def _set_validation_size(manifest, value):
+    manifest["details"]["model"]["validation"]["size"] = value
+
+
+def _drop_stale_read(manifest, key):
+    del manifest["correctness"]["stale_reads"][key]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        *(lambda m, v=value: _set_model(m, v) for value in (1.5, "text", [1, 2], None)),
+        lambda m: _set_validation_size(m, float("inf")),  # json writes and reads Infinity
+    ],
+    ids=["model-number", "model-text", "model-list", "model-null", "validation-size-inf"],
+)
+def test_show_takes_any_json_in_the_free_form_details(edit, tmp_path, capsys):
+    # details is free-form: a model check it cannot read is no check, not a crash
+    path = tmp_path / "odd_details.mvz"
+    _record_then_edit_manifest(capsys, path, edit)
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 0 and "simulated" in out and not err, err
+
+
+def test_show_refuses_a_null_sm_count(tmp_path, capsys):
+    path = tmp_path / "null_sms.mvz"
+    _record_then_edit_manifest(capsys, path, lambda m: m["device"].update(sm_count=None))
+    code, _, err = run(capsys, "show", str(path))
+    assert_one_line_error(code, err, "device.sm_count")
+    assert "null_sms.mvz" in err
+
+
+@pytest.mark.parametrize("key", ["current", "before_written", "overwritten", "other"])
+def test_show_refuses_stale_reads_that_lack_an_outcome(key, tmp_path, capsys):
+    path = tmp_path / "stale.mvz"
+    _record_then_edit_manifest(capsys, path, lambda m: _drop_stale_read(m, key))
+    code, _, err = run(capsys, "show", str(path))
+    assert_one_line_error(code, err, f"stale_reads lacks {key}")
+    assert "stale.mvz" in err
+
+
 def test_console_script_prints_no_traceback(tmp_path):
     bad = tmp_path / "truncated.mvz"
     bad.write_bytes(b"PK\x03\x04" + b"\x01" * 50)
@@ -253,6 +316,21 @@ def test_console_script_prints_no_traceback(tmp_path):
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [["show", "TRACE"], ["kernels"], ["export", "--help"]])
+def test_an_output_that_cannot_encode_the_text_gets_escapes(argv, tmp_path, capsys):
+    # µ, ³ and § on a stdout of another encoding (PYTHONIOENCODING=ascii, a Latin-1 locale)
+    trace = tmp_path / "ascii.mvz"
+    record = ["record", "tiled", "-M", "32", "-N", "32", "-K", "32", "--backend", "sim"]
+    assert run(capsys, *record, "-o", str(trace))[0] == 0
+    argv = [str(trace) if a == "TRACE" else a for a in argv]
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "matviz.cli", *argv], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    assert "\\x" in proc.stdout
 
 
 def test_bundled_recordings_show_without_a_gpu(capsys):
@@ -278,6 +356,7 @@ def test_record_checks_every_output_problem_before_simulating(
         tmp_path / ".mvz": "is only a suffix",
         tmp_path / "gone" / "t.mvz": "does not exist",
         tmp_path / "tab\there.mvz": "line break or other control character",
+        tmp_path / os.fsdecode(b"\xff.mvz"): "is not UTF-8 text",  # bytes of a Latin-1 name
     }
     for path, fragment in bad.items():
         code, _, err = run(capsys, "record", "tiled", "--backend", "sim", "-o", str(path))

@@ -216,3 +216,17 @@ def test_without_qt_a_picture_is_one_line_and_perfetto_still_works(mvz, tmp_path
         [PY, "-c", code, "export", str(mvz), "-o", str(json_out)], capture_output=True, timeout=120
     )
     assert ok.returncode == 0 and json_out.stat().st_size > 0
+
+
+def test_default_times_are_never_blamed_on_options_not_given(tmp_path):
+    from matviz.errors import MatvizError
+    from matviz.export.options import build_options, frame_times
+
+    video = build_options(tmp_path / "a.gif", fps=4, duration=1)
+    with pytest.raises(MatvizError, match="took no time: there is nothing to animate"):
+        frame_times(video, 0)  # not "--to (0 µs) must be later than --from (0 µs)"
+    end = 2**53 + 3  # float(end) rounds up, past the end; the default --to is still the end
+    times = frame_times(video, end)
+    assert times[0] == 0 and times[-1] >= end - 2 and len(times) == 4
+    with pytest.raises(MatvizError, match="--to 1e\\+13 µs is after the end"):
+        frame_times(build_options(tmp_path / "a.gif", to=1e13), end)

@@ -75,11 +75,12 @@ def test_the_frame_carries_the_step_its_view_and_access():
         (["--lesson", 99], "the lesson has"),
         (["--lesson", 1, "FILE"], "one of them"),
         ([], "one of them"),
+        (["--lesson", 2, "--format", "perfetto"], "not a perfetto trace"),  # no --view given
     ],
 )
 def test_bad_lesson_requests_are_one_line(capsys, tmp_path, argv, fragment):
     argv = [str(tmp_path / "t.mvz") if a == "FILE" else a for a in argv]
-    out = tmp_path / "x.png"
+    out = tmp_path / ("x.json" if "perfetto" in argv else "x.png")
     out.write_bytes(b"keep me")
     code, _, err = run(capsys, "export", *argv, "-o", out)
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err
