@@ -10,7 +10,6 @@ Each saved run gives its tables (one per GPU and element type), in the order giv
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -147,11 +146,11 @@ def rewrite_section(path: Path, start: str, end: str, body: str, max_bytes: int 
         text = read_small_file(path, max_bytes).decode("utf-8")
     except UnicodeDecodeError:
         raise MatvizError(f"{path} is not UTF-8 text") from None
-    block = f"{start}\n{body}\n{end}"
-    pattern = re.escape(start) + ".*?" + re.escape(end)
-    new, count = re.subn(pattern, lambda _: block, text, flags=re.S)
-    if count != 1:
+    # one marker of each, in order: a stray second start would take the prose before it along
+    first, last = text.find(start), text.find(end)
+    if text.count(start) != 1 or text.count(end) != 1 or last < first:
         raise MatvizError(f"{path} needs exactly one {start} ... {end} section")
+    new = f"{text[:first]}{start}\n{body}\n{end}{text[last + len(end) :]}"
     with AtomicOutput(path) as tmp:
         Path(tmp).write_text(new, encoding="utf-8")
 

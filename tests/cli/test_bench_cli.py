@@ -134,12 +134,33 @@ def test_a_bad_rows_file_is_one_line(tmp_path, capsys, content, fragment):
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err
 
 
-def test_a_readme_without_the_section_is_left_alone(tmp_path, saved, capsys):
+S, E = "<!-- ladder:start -->", "<!-- ladder:end -->"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no section here\n",
+        f"{S}\nprose the user wrote\n{S}\nold table\n{E}\n",  # a stray second start
+        f"{S}\nold table\n{E}\nprose\n{E}\n",
+        f"{E}\nprose\n{S}\n",  # the markers the wrong way round
+    ],
+)
+def test_a_readme_without_exactly_one_section_is_left_alone(tmp_path, saved, capsys, text):
     readme = tmp_path / "README.md"
-    readme.write_text("no section here\n")
+    readme.write_text(text)
     code, _, err = run(capsys, "bench", "--from", str(saved), "--readme", str(readme))
     assert code == 2 and "needs exactly one" in err and len(err.strip().splitlines()) == 1
-    assert readme.read_text() == "no section here\n"
+    assert readme.read_text() == text
+
+
+def test_the_readme_outside_its_section_is_kept_byte_for_byte(tmp_path, saved, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# top\n\n{S}\nold\n{E}\ntail \\1 $ \\g<0>\n")
+    code, _, _ = run(capsys, "bench", "--from", str(saved), "--readme", str(readme))
+    text = readme.read_text()
+    assert code == 0 and text.startswith(f"# top\n\n{S}\n| kernel |")
+    assert text.endswith(f"\n{E}\ntail \\1 $ \\g<0>\n") and "old" not in text
 
 
 @pytest.mark.skipif(cuda_status()[0], reason="this machine has a GPU")
