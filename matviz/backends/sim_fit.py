@@ -117,13 +117,23 @@ def ladder_cases(path: Path | None = None) -> list[Case]:
 MAX_BENCHMARK_BYTES = 64 * 2**20  # the H200 file of 157 configurations is 120 KB
 
 
-def configuration_cases(path: Path) -> list[Case]:
-    """A case per row of a ``python -m matviz.bench.kernels --json`` file."""
+def benchmark_rows(path: Path) -> list:
+    """The rows of a ``python -m matviz.bench.kernels --json`` file, read once."""
     path = Path(path)
     try:
         rows = read_json_file(path, MAX_BENCHMARK_BYTES, f"the benchmark {path}")
     except MatvizError as exc:  # a FIFO, a folder, no file, too large, not JSON
         raise MatvizError(f"{exc} (a JSON file of at most 64 MB is needed)") from None
+    if not isinstance(rows, list):
+        raise MatvizError(f"the benchmark {path} is not a list of rows")
+    return rows
+
+
+def configuration_cases(path: Path, rows: list | None = None) -> list[Case]:
+    """A case per row of a ``python -m matviz.bench.kernels --json`` file (``rows``: that
+    file's rows as already read)."""
+    if rows is None:
+        rows = benchmark_rows(path)
     try:
         cases = []
         for row in rows:

@@ -19,9 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from functools import partial
 
 from matviz.backends.contract import (
     DEFAULT_OVERHEAD_TARGET_PCT,
@@ -30,8 +29,8 @@ from matviz.backends.contract import (
     RunRequest,
 )
 from matviz.backends.cupy_recorder import Recorder
-from matviz.backends.sim_fit import MAX_BENCHMARK_BYTES, configuration_cases, timed_todays_code
-from matviz.core.json_input import read_json_file
+from matviz.backends.sim_fit import benchmark_rows, configuration_cases, timed_todays_code
+from matviz.bench import run_script
 from matviz.core.registry import get_kernel, kernels
 from matviz.core.sampling import OVERHEAD_TARGET_PCT
 from matviz.errors import MatvizError
@@ -92,8 +91,8 @@ def update_plan(
     earlier version of the code or carry no digest (``over_target``: or miss an overhead
     target), each configuration once. A row that names no GPU (written before rows did) is
     taken to be of the one GPU the file's other rows name."""
-    cases = configuration_cases(path)  # every row checked, one case a row
-    rows = read_json_file(Path(path), MAX_BENCHMARK_BYTES, f"the benchmark {path}")
+    rows = benchmark_rows(path)
+    cases = configuration_cases(path, rows)  # every row checked, one case a row
     named = {row["device"] for row in rows if "device" in row}
     files_gpu = named.pop() if len(named) == 1 else None
     wanted = {get_kernel(n).name for n in names} if names else None
@@ -182,7 +181,7 @@ def measure(
     return row
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=30)
@@ -226,35 +225,34 @@ def main() -> None:
     if args.update and (args.earlier or args.json):
         parser.error("--update reads and writes its own file: not with --from or --json")
     if args.update:
-        try:
-            _update(args.update, names, args.size, args.repeats, args.stamp_form, args.over_target)
-        except MatvizError as exc:  # no GPU, a bad file, a failed build, a full disk: one line
-            print(f"matviz bench: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
-        return
-    try:
-        if args.json:  # before minutes on the GPU, not after
-            check_writable(args.json)
-            if args.earlier and _same_file(args.json, args.earlier):
-                raise MatvizError(f"--json {args.json} would replace the --from file it reads")
-        if args.earlier:
-            chosen = configurations_from(args.earlier, names, args.stale)
-        else:
-            chosen = configurations(names)
-    except MatvizError as exc:
-        print(f"matviz bench: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        work = partial(_update, args.update, names, args.size, args.repeats, args.stamp_form,
+                       args.over_target)  # fmt: skip
+    else:
+        work = partial(_benchmark, args, names)
+    # no GPU, a bad file, a failed build, a full disk: one line and 2; Ctrl-C: one line and 130.
+    # Whatever was written went through AtomicOutput, so the file is whole either way.
+    return run_script("matviz bench", work)
+
+
+def _benchmark(args: argparse.Namespace, names: list[str] | None) -> None:
+    if args.json:  # before minutes on the GPU, not after
+        check_writable(args.json)
+        if args.earlier and _same_file(args.json, args.earlier):
+            raise MatvizError(f"--json {args.json} would replace the --from file it reads")
+    if args.earlier:
+        chosen = configurations_from(args.earlier, names, args.stale)
+    else:
+        chosen = configurations(names)
     print(f"{len(chosen)} configurations", flush=True)
     rows = []
     for kernel, params in chosen:
         try:
             rows.append(measure(kernel, params, args.size, args.repeats, args.stamp_form))
-            if args.json:  # after every row, whole: a run cut short still leaves its figures
-                with AtomicOutput(args.json) as tmp:
-                    tmp.write_text(json.dumps(rows, indent=2))
-        except MatvizError as exc:  # no CuPy, no GPU, a failed build, a full disk: one line
-            print(f"matviz bench: {kernel} {params}: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+        except MatvizError as exc:  # which configuration failed, in the one line
+            raise MatvizError(f"{kernel} {params}: {exc}") from None
+        if args.json:  # after every row, whole: a run cut short still leaves its figures
+            with AtomicOutput(args.json) as tmp:
+                tmp.write_text(json.dumps(rows, indent=2))
     print(
         f"{'kernel':<18}{'params':<8}{'ms':>9}{'GFLOP/s':>10}{'cuBLAS':>10}{'%cuBLAS':>9}"
         f"{'L1 ovh%':>9}{'L2 ovh%':>9}{'kept ovh%':>10}{'1 in':>5}{'span/evt':>10}{'rel.err':>10}"
@@ -270,4 +268,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -22,6 +22,14 @@ def _row(kernel: str, params: dict, code: str | None) -> dict:
     return row if code is None else row | {"code": code}
 
 
+def _exit_code() -> int:
+    """What the script exits with: main()'s code, or argparse's on a usage error."""
+    try:
+        return bench.main()
+    except SystemExit as stop:
+        return int(stop.code or 0)
+
+
 def _today(kernel: str, params: dict) -> str:
     return level0_digest(configure(kernel, params, 256, 256, 256))
 
@@ -71,10 +79,9 @@ def test_a_bad_earlier_file_is_one_line_and_times_nothing(tmp_path, capsys, monk
     out = tmp_path / "out.json"
     monkeypatch.setattr("sys.argv", ["kernels", "--json", str(out),
                                      *[a.format(**files) for a in argv]])  # fmt: skip
-    with pytest.raises(SystemExit) as stop:
-        bench.main()
+    code = _exit_code()
     err = capsys.readouterr().err.strip()
-    assert stop.value.code == 2 and fragment in err and "Traceback" not in err
+    assert code == 2 and fragment in err and "Traceback" not in err
     assert len(err.splitlines()) == 1 or err.startswith("usage:")
     assert not timed and not out.exists()
 
@@ -100,10 +107,9 @@ def test_a_failed_measurement_is_one_line_and_keeps_the_rows_before(tmp_path, ca
     monkeypatch.setattr(bench, "measure", measure)
     out = tmp_path / "out.json"
     monkeypatch.setattr("sys.argv", ["kernels", "--from", str(path), "--json", str(out)])
-    with pytest.raises(SystemExit) as stop:
-        bench.main()
+    code = _exit_code()
     err = capsys.readouterr().err.strip().splitlines()
-    assert stop.value.code == 2 and len(err) == 1 and "needs CuPy" in err[0]
+    assert code == 2 and len(err) == 1 and "needs CuPy" in err[0] and "tile': 32" in err[0]
     assert json.loads(out.read_text()) == [{"kernel": "tiled", "params": t16}]
 
 
@@ -119,10 +125,9 @@ def test_an_output_it_cannot_or_must_not_write_is_refused_before_any_timing(
     timed = []
     monkeypatch.setattr(bench, "measure", lambda *a, **k: timed.append(a))
     monkeypatch.setattr("sys.argv", ["kernels", "--from", str(earlier), "--json", str(out)])
-    with pytest.raises(SystemExit) as stop:
-        bench.main()
+    code = _exit_code()
     err = capsys.readouterr().err.strip().splitlines()
-    assert stop.value.code == 2 and len(err) == 1 and not timed
+    assert code == 2 and len(err) == 1 and not timed
     assert earlier.read_bytes() == before  # the file it reads is never replaced
 
 
@@ -138,10 +143,10 @@ def _timed(kernel: str, params: dict, size: int, *rest) -> dict:
             "overhead_l1_pct": 0.1, "overhead_l2kept_pct": 0.2}  # fmt: skip
 
 
-def _update(monkeypatch, path, *extra, gpu=(True, H200)):
+def _update(monkeypatch, path, *extra, gpu=(True, H200)) -> int:
     monkeypatch.setattr("matviz.backends.cuda_status.cuda_status", lambda: gpu)
     monkeypatch.setattr("sys.argv", ["kernels", "--update", str(path), "--size", "256", *extra])
-    bench.main()
+    return _exit_code()
 
 
 @needs_nvcc
@@ -166,24 +171,22 @@ def test_update_puts_each_stale_row_of_this_gpu_back_in_its_place(tmp_path, caps
         return _timed(kernel, params, size)
 
     monkeypatch.setattr(bench, "measure", measure)
-    with pytest.raises(SystemExit) as stop:
-        _update(monkeypatch, path)
+    code = _update(monkeypatch, path)
     err = capsys.readouterr().err.strip().splitlines()
-    assert stop.value.code == 2 and err == ["matviz bench: the GPU went away"]
+    assert code == 2 and err == ["matviz bench: error: the GPU went away"]
     assert timed == [("tiled", t32), ("tiled", t8)]
     kept = json.loads(path.read_text())  # the row timed before the failure is in its place
     assert kept == [_timed("tiled", t32, 256), *rows[1:]]
     assert path.read_text() == json.dumps(kept, indent=1) + "\n"
 
     timed.clear()  # the next run goes on from where this one stopped
-    _update(monkeypatch, path)
+    assert _update(monkeypatch, path) == 0
     assert timed == [("tiled", t8)]
     assert json.loads(path.read_text()) == [_timed("tiled", t32, 256), *rows[1:4],
                                             _timed("tiled", t8, 256)]  # fmt: skip
     assert not [p for p in tmp_path.iterdir() if p.name != "rows.json"]  # no temporary left
-    with pytest.raises(SystemExit) as stop:  # nothing stale any more
-        _update(monkeypatch, path)
-    assert stop.value.code == 2 and "that timed earlier code" in capsys.readouterr().err
+    code = _update(monkeypatch, path)  # nothing stale any more
+    assert code == 2 and "that timed earlier code" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -212,10 +215,9 @@ def test_update_refuses_in_one_line_and_leaves_the_file_as_it_was(tmp_path, caps
     gpu = {"no_gpu": (False, "CuPy is not installed"),
            "other_gpu": (True, "NVIDIA H100 PCIe")}.get(case, (True, H200))  # fmt: skip
     extra = ["--json", str(tmp_path / "out.json")] if case == "with_json" else []
-    with pytest.raises(SystemExit) as stop:
-        _update(monkeypatch, path, *extra, gpu=gpu)
+    code = _update(monkeypatch, path, *extra, gpu=gpu)
     err = capsys.readouterr().err.strip()
-    assert stop.value.code == 2 and fragment in err and "Traceback" not in err
+    assert code == 2 and fragment in err and "Traceback" not in err
     assert len(err.splitlines()) == 1 or err.startswith("usage:")
     assert not timed and sorted(p.name for p in tmp_path.iterdir()) == ["rows.json"]
     if before is not None:
@@ -257,3 +259,31 @@ def test_update_over_target_also_takes_rows_of_todays_code_that_miss_an_overhead
     assert bench.update_plan(str(path), H200, 256)[1] == [(4, "tiled", t16p1)]
     _, plan = bench.update_plan(str(path), H200, 256, over_target=True)
     assert plan == [(0, "tiled", t8), (2, "tiled", t32), (4, "tiled", t16p1)]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("mode", ["update", "json"])
+def test_ctrl_c_is_one_line_and_130_and_keeps_the_rows_timed(tmp_path, capsys, monkeypatch, mode):
+    t16, t32 = {"tile": 16, "pad": 0}, {"tile": 32, "pad": 0}
+    rows = [_row("tiled", t, None) | {"device": H200} for t in (t16, t32)]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows, indent=1) + "\n")
+    out = tmp_path / "out.json"
+
+    def measure(kernel, params, size, *rest):
+        if params == t32:
+            raise KeyboardInterrupt
+        return _timed(kernel, params, size)
+
+    monkeypatch.setattr(bench, "measure", measure)
+    if mode == "update":
+        code = _update(monkeypatch, path)
+        kept = path
+    else:
+        argv = ["kernels", "--from", str(path), "--json", str(out), "--size", "256"]
+        monkeypatch.setattr("sys.argv", argv)
+        code = _exit_code()
+        kept = out
+    assert code == 130 and capsys.readouterr().err == "matviz bench: interrupted\n"
+    assert json.loads(kept.read_text())[0] == _timed("tiled", t16, 256)  # whole, first row in
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"rows.json", kept.name})
