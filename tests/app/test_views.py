@@ -213,6 +213,26 @@ def test_the_sm_labels_never_overlap(qtbot, views, session, height):
         assert [t for *_, t in boxes][:2] == ["SM 0", "SM 8"]  # the usual every 8th
 
 
+@pytest.mark.parametrize("size, tile, expect", [
+    (2048, 32, "→ {waves} waves; empty lanes at the end are the tail effect"),  # 4096 blocks
+    (512, 16, "→ one wave: every block can start at once, and {idle} slots get none."),
+])  # fmt: skip
+def test_the_wave_caption_counts_waves_in_words_that_fit(qtbot, views, session, size, tile,
+                                                          expect):  # fmt: skip
+    """'→ 1 waves; … the last wave does not fill the GPU' read wrong for a launch of one wave."""
+    trace = sim("tiled", size, tile, 0, level=1)
+    session.set_trace(trace)
+    lanes = views[SmLanesView]
+    waves = -(-len(trace.blocks) // lanes.n_rows)
+    assert (waves > 1) == (size == 2048)
+    text = lanes.caption.text()
+    assert expect.format(waves=waves, idle=lanes.n_rows - len(trace.blocks)) in text
+    assert "1 waves" not in text
+    i18n.set_language("zh_CN")
+    qtbot.waitUntil(lambda: "波次" in lanes.caption.text())
+    assert "slots" not in lanes.caption.text() and "wave" not in lanes.caption.text()
+
+
 def test_lanes_look_up_blocks_and_move_the_playhead(views, session):
     trace = sim()
     session.set_trace(trace)

@@ -365,14 +365,24 @@ class SmLanesView(Retranslating, QWidget):
                 palette.swatch(tuple(lut[PROGRESS_LEVELS // 2]), "…"),
                 palette.swatch(tuple(lut[PROGRESS_LEVELS]), tr("last k-tile")),
             ]
-        self.caption.setText(
-            " ".join(swatches)
-            + "<br>"
-            + tr(
+        if waves > 1:
+            text = tr(
                 "{n} blocks on {sms} SMs × {slots} slots = {res} at a time → {waves} waves; "
                 "empty lanes at the end are the tail effect (the last wave does not fill the GPU)."
-            ).format(n=n, sms=self.n_sms, slots=self.n_slots, res=self.n_rows, waves=waves)
-        )
+            )
+        elif n < self.n_rows:
+            text = tr(
+                "{n} blocks on {sms} SMs × {slots} slots = {res} at a time → one wave: every "
+                "block can start at once, and {idle} slots get none."
+            )
+        else:
+            text = tr(
+                "{n} blocks on {sms} SMs × {slots} slots = {res} at a time → one wave that "
+                "fills every slot."
+            )
+        fill = dict(n=n, sms=self.n_sms, slots=self.n_slots, res=self.n_rows, waves=waves,
+                    idle=self.n_rows - n)  # fmt: skip
+        self.caption.setText(" ".join(swatches) + "<br>" + text.format(**fill))
 
     def retranslate(self) -> None:
         self.placeholder.setText(tr("No trace loaded"))
@@ -381,7 +391,7 @@ class SmLanesView(Retranslating, QWidget):
         item = self.plot.getPlotItem()
         trace = self.session.trace
         item.setLabel("bottom", time_axis_label(trace))
-        item.setLabel("left", tr("SM (one row per resident block slot)"))
+        item.setLabel("left", tr("SM · a row per block slot"))
         if trace is not None:
             self.title.setText(
                 f"{tr('Thread blocks on the SMs over time')}<br>{palette.config_text(trace)} · "
