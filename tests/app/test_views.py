@@ -215,7 +215,7 @@ def test_the_sm_labels_never_overlap(qtbot, views, session, height):
 
 @pytest.mark.parametrize("size, tile, expect", [
     (2048, 32, "→ {waves} waves; empty lanes at the end are the tail effect"),  # 4096 blocks
-    (512, 16, "→ one wave: every block can start at once, and {idle} slots get none."),
+    (512, 16, "→ one wave: every block can start at once, leaving {idle} of {res} slots empty."),
 ])  # fmt: skip
 def test_the_wave_caption_counts_waves_in_words_that_fit(qtbot, views, session, size, tile,
                                                           expect):  # fmt: skip
@@ -226,8 +226,9 @@ def test_the_wave_caption_counts_waves_in_words_that_fit(qtbot, views, session, 
     waves = -(-len(trace.blocks) // lanes.n_rows)
     assert (waves > 1) == (size == 2048)
     text = lanes.caption.text()
-    assert expect.format(waves=waves, idle=lanes.n_rows - len(trace.blocks)) in text
-    assert "1 waves" not in text
+    idle = lanes.n_rows - len(trace.blocks)
+    assert expect.format(waves=waves, idle=idle, res=lanes.n_rows) in text
+    assert "1 waves" not in text and "1 slots" not in text
     i18n.set_language("zh_CN")
     qtbot.waitUntil(lambda: "波次" in lanes.caption.text())
     assert "slots" not in lanes.caption.text() and "wave" not in lanes.caption.text()
@@ -378,6 +379,19 @@ def test_the_row_labels_of_a_tile_never_overlap(qtbot, views, session, height):
     grid.show()
     qtbot.wait(50)
     assert _row_labels(grid.plot.getPlotItem().getAxis("left"))
+
+
+def test_the_legend_names_the_element_of_each_array_that_holds_one(views, session):
+    """Kernel 09's C staging tile Cs holds no element of A or B in a k-step: the legend read
+    'Cs[0][0] =' and nothing after it."""
+    tiles = views[TilesView]
+    session.set_trace(simulate("wmma", 256, 256, 64, level=1))
+    session.set_playhead(session.trace.duration_ns // 2)
+    assert [a.name for a in tiles.config.shared] == ["As", "Bs", "Cs"]
+    lines = tiles.legend.text().split("<br>")
+    assert any(line.startswith("As[0][0] = A[") for line in lines)
+    assert any(line.startswith("Bs[0][0] = B[") for line in lines)
+    assert not [line for line in lines if line.rstrip().endswith("=")]
 
 
 def test_a_ring_of_slots_has_a_row_label_at_each_slot(qtbot, views, session):

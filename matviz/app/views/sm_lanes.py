@@ -367,17 +367,17 @@ class SmLanesView(Retranslating, QWidget):
             ]
         if waves > 1:
             text = tr(
-                "{n} blocks on {sms} SMs × {slots} slots = {res} at a time → {waves} waves; "
+                "{n} blocks, {res} at a time ({slots} on each of {sms} SMs) → {waves} waves; "
                 "empty lanes at the end are the tail effect (the last wave does not fill the GPU)."
             )
         elif n < self.n_rows:
             text = tr(
-                "{n} blocks on {sms} SMs × {slots} slots = {res} at a time → one wave: every "
-                "block can start at once, and {idle} slots get none."
+                "{n} blocks, {res} at a time ({slots} on each of {sms} SMs) → one wave: every "
+                "block can start at once, leaving {idle} of {res} slots empty."
             )
         else:
             text = tr(
-                "{n} blocks on {sms} SMs × {slots} slots = {res} at a time → one wave that "
+                "{n} blocks, {res} at a time ({slots} on each of {sms} SMs) → one wave that "
                 "fills every slot."
             )
         fill = dict(n=n, sms=self.n_sms, slots=self.n_slots, res=self.n_rows, waves=waves,
@@ -391,7 +391,7 @@ class SmLanesView(Retranslating, QWidget):
         item = self.plot.getPlotItem()
         trace = self.session.trace
         item.setLabel("bottom", time_axis_label(trace))
-        item.setLabel("left", tr("SM · a row per block slot"))
+        item.setLabel("left", tr("SM · slot"))
         if trace is not None:
             self.title.setText(
                 f"{tr('Thread blocks on the SMs over time')}<br>{palette.config_text(trace)} · "

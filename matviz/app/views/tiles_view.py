@@ -620,7 +620,9 @@ class TilesView(Retranslating, QWidget):
             first = config.shared[0]  # the first array's corners, the others' first cell
             cells = [(first.name, 0, 0), (first.name, first.rows - 1, first.cols - 1)]
             cells += [(arr.name, 0, 0) for arr in config.shared[1:]]
-            legend += [f"{a}[{r}][{c}] = {self.element(a, r, c)}" for a, r, c in cells]
+            # an array that holds no input element in a k-step (a C staging tile) has no line
+            held = [(a, r, c, self.element(a, r, c)) for a, r, c in cells]
+            legend += [f"{a}[{r}][{c}] = {text}" for a, r, c, text in held if text]
         return legend
 
     def _axis_text(self, cells: HeldCells, axis: int) -> str:
