@@ -218,6 +218,9 @@ def main() -> int:
     )
     args = parser.parse_args()
     names = args.kernels.split(",") if args.kernels else None
+    for option, value in (("--size", args.size), ("--repeats", args.repeats)):
+        if value < 1:  # before any configuration is built, not at the first
+            parser.error(f"{option} {value} must be >= 1")
     if args.stale and not args.earlier:
         parser.error("--stale needs --from")
     if args.over_target and not args.update:

@@ -57,6 +57,8 @@ def test_stale_keeps_only_rows_of_earlier_code_in_the_files_order(tmp_path):
     "argv, fragment",
     [
         (["--stale"], "--stale needs --from"),
+        (["--size", "0"], "--size 0 must be >= 1"),
+        (["--repeats", "-3"], "--repeats -3 must be >= 1"),
         (["--over-target"], "--over-target needs --update"),
         (["--from", "{missing}"], "no such file"),
         (["--from", "{garbage}"], "is not JSON"),
