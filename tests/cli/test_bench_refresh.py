@@ -289,3 +289,46 @@ def test_ctrl_c_is_one_line_and_130_and_keeps_the_rows_timed(tmp_path, capsys, m
     assert code == 130 and capsys.readouterr().err == "matviz bench: interrupted\n"
     assert json.loads(kept.read_text())[0] == _timed("tiled", t16, 256)  # whole, first row in
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"rows.json", kept.name})
+
+
+@needs_nvcc
+def test_a_real_sigint_mid_run_is_one_line_and_130_and_the_file_stays_json(tmp_path):
+    """The signal itself, in a separate process, as Ctrl-C in a terminal sends it: the second
+    configuration sleeps where the GPU would be timing."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    t16, t32 = {"tile": 16, "pad": 0}, {"tile": 32, "pad": 0}
+    path = tmp_path / "rows.json"
+    rows = [_row("tiled", t, None) | {"device": H200} for t in (t16, t32)]
+    path.write_text(json.dumps(rows, indent=1) + "\n")
+    script = f"""
+import json, sys, time
+from matviz.bench import kernels as bench
+def measure(kernel, params, size, *rest):
+    if params["tile"] == 32:
+        print("timing", flush=True)
+        time.sleep(60)
+    return {{"kernel": kernel, "params": params, "label": "new", "size": size, "ms": 0.5,
+             "device": "{H200}", "gflops": 1.0, "overhead_l1_pct": 0.1,
+             "overhead_l2kept_pct": 0.2}}
+bench.measure = measure
+import matviz.backends.cuda_status as status
+status.cuda_status = lambda: (True, "{H200}")
+sys.argv = ["kernels", "--update", {str(path)!r}, "--size", "256"]
+raise SystemExit(bench.main())
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    while "timing" not in proc.stdout.readline():  # the first row is in the file by now
+        assert time.monotonic() < deadline and proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err == "matviz bench: interrupted\n"
+    kept = json.loads(path.read_text())
+    assert kept[0]["label"] == "new" and kept[1] == rows[1]  # the first re-timed, the second kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.json"]
