@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -86,6 +86,10 @@ def _measured(kernel: str, size: int, device: str, table: Tables):
     return tuple(sorted(out, key=lambda item: -item[1]))
 
 
+# where a rung's configuration came from, as a row's "config_source" says
+TUNED, MEASURED, DEFAULT = "tuned", "measured", "default"
+
+
 def best_params(
     kernel: str, size: int, device: str, table: Tables = BENCH_ALL, tuned_file: Path | None = None
 ) -> dict[str, Any]:
@@ -94,17 +98,27 @@ def best_params(
     fastest in the measured benchmark of every configuration (``table``), among those with the
     input type of its default (a rung stands against cuBLAS on its own inputs: kernel 10's bf16
     build is not its fp16 rung); the description's default where there is neither."""
+    return best_choice(kernel, size, device, table, tuned_file)[0]
+
+
+def best_choice(
+    kernel: str, size: int, device: str, table: Tables = BENCH_ALL, tuned_file: Path | None = None
+) -> tuple[dict[str, Any], str]:
+    """:func:`best_params` and where it came from: TUNED, MEASURED or DEFAULT."""
     spec = get_kernel(kernel)
     default = spec.default_params()
     dtype = spec.configure(default, 1, 1, 1, check=False).input_dtype
+
+    def same_inputs(params: dict[str, Any]) -> bool:
+        return spec.configure(params, 1, 1, 1, check=False).input_dtype == dtype
+
     kept = tuned.best(spec.name, size, size, size, tuned.device_key(device, "cuda"), tuned_file)
-    found = [
-        params
-        for params in ([kept] if kept else [])
-        + [p for p, _ in measured_configs(kernel, size, device, table)]
-        if spec.configure(params, 1, 1, 1, check=False).input_dtype == dtype
-    ]
-    return found[0] if found else default
+    if kept and same_inputs(kept):
+        return kept, TUNED
+    for params, _ in measured_configs(kernel, size, device, table):
+        if same_inputs(params):
+            return params, MEASURED
+    return default, DEFAULT
 
 
 def measure(kernel: str, params: dict[str, Any], size: int, repeats: int) -> dict[str, Any]:
@@ -157,9 +171,10 @@ def run_ladder(
     chosen = [get_kernel(n).name for n in names] if names else list(kernels())
     rows = []
     for name in chosen:
-        params = best_params(name, size, device)
-        progress(f"{name} {get_kernel(name).labels(params)}")
-        rows.append(measure(name, params, size, repeats))
+        params, source = best_choice(name, size, device)
+        note = {TUNED: " (as tuned)", DEFAULT: " (its default: none measured on this GPU)"}
+        progress(f"{name} {get_kernel(name).labels(params)}{note.get(source, '')}")
+        rows.append(measure(name, params, size, repeats) | {"config_source": source})
     return rows
 
 
@@ -253,12 +268,30 @@ def _markdown_group(rows: list[dict[str, Any]], source: str) -> str:
         peak = f"dense {dtype} Tensor Core peak {rows[0]['peak_gflops']:,.0f} GFLOP/s"
     lines += [
         "",
-        f"{rows[0]['size']}³ {what} on one {rows[0].get('device', 'GPU')}, each kernel at its "
-        f"fastest measured configuration; cuBLAS {_span(blas)} GFLOP/s in "
+        f"{rows[0]['size']}³ {what} on one {rows[0].get('device', 'GPU')}, "
+        f"{_configurations(rows)}; cuBLAS {_span(blas)} GFLOP/s in "
         f"the same process on the same inputs; {peak}. Medians of CUDA-event times, "
         f"instrumented builds interleaved with level 0. Made by `matviz bench` (`{source}`).",
     ]
     return "\n".join(lines)
+
+
+def _configurations(rows: list[dict[str, Any]]) -> str:
+    """Which configuration the kernels ran: the fastest measured on this GPU, but where a row
+    says it ran the one `matviz sweep --tune` kept or its description's default (none of its
+    configurations measured on this GPU at this size). Rows saved before they said ran the
+    fastest measured."""
+    why = {
+        TUNED: "the configuration `matviz sweep --tune` kept",
+        DEFAULT: "the description's default, none measured on this GPU at this size",
+    }
+    named = {source: [str(r["kernel"]) for r in rows if r.get("config_source") == source]
+             for source in why}  # fmt: skip
+    for source, kernels_ in named.items():
+        if len(kernels_) == len(rows):
+            return f"each kernel at {why[source]}"
+    but = "; ".join(f"{', '.join(k)}: {why[source]}" for source, k in named.items() if k)
+    return "each kernel at its fastest measured configuration" + (f" ({but})" if but else "")
 
 
 def _span(values: list[float]) -> str:
@@ -346,6 +379,7 @@ class LadderRow(BaseModel):
     phase_every_l2: Count | None = None
     limiter: str | None = None
     device: str | None = None
+    config_source: Literal["tuned", "measured", "default"] | None = None
     dtype: InputType | None = None
 
 

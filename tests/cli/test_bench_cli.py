@@ -91,6 +91,53 @@ def test_a_thinned_level_2_says_how_many_blocks_stamped(tmp_path, capsys):
     assert "+1.40% (1 block in 4 stamping)" in out
 
 
+@pytest.mark.parametrize("sources, says", [
+    ((None, "measured"), "each kernel at its fastest measured configuration;"),
+    ((None, "default"), "each kernel at its fastest measured configuration (tiled: the "
+                        "description's default, none measured on this GPU at this size);"),
+    (("tuned", "default"), "each kernel at its fastest measured configuration (naive: the "
+                           "configuration `matviz sweep --tune` kept; tiled: the description's "
+                           "default, none measured on this GPU at this size);"),
+    (("default", "default"), "each kernel at the description's default, none measured on this "
+                             "GPU at this size;"),
+])  # fmt: skip
+def test_the_table_says_which_rungs_ran_no_measured_configuration(tmp_path, capsys, sources,
+                                                                   says):  # fmt: skip
+    """An H100 with no rows of kernels 06 and 07 ran their defaults (77.9% of cuBLAS against
+    88.3% tuned) under a line that said 'each kernel at its fastest measured configuration'."""
+    path = tmp_path / "ladder.json"
+    rows = [row | ({"config_source": src} if src else {})
+            for row, src in zip(ROWS, sources, strict=True)]  # fmt: skip
+    path.write_text(json.dumps(rows))
+    md = tmp_path / "t.md"
+    code, _, err = run(capsys, "bench", "--from", str(path), "--markdown", str(md))
+    assert code == 0, err
+    assert f"4096³ fp32 on one NVIDIA H200, {says} cuBLAS" in md.read_text()
+
+
+def _table_and_tuned(tmp_path, device: str):
+    """A measured table with kernel 02 at T32 P1, and a tuned file with T16 P1 for ``device``."""
+    from matviz.core import tuned
+
+    table = tmp_path / "all.json"
+    table.write_text(json.dumps([
+        {"kernel": "tiled", "params": {"tile": 32, "pad": 1}, "size": 4096, "gflops": 9000},
+    ]))  # fmt: skip
+    kept = tuned.Tuned(params={"tile": 16, "pad": 1}, gflops=9500.0, backend="cuda",
+                       evaluated=4, space=6)  # fmt: skip
+    return table, tuned.save("tiled", 4096, 4096, 4096, device, kept, tmp_path / "t.json")
+
+
+def test_a_rung_knows_where_its_configuration_came_from(tmp_path):
+    table, path = _table_and_tuned(tmp_path, "NVIDIA H200")
+    empty = tmp_path / "none.json"
+    assert ladder.best_choice("tiled", 4096, "NVIDIA H200", table, path)[1] == ladder.TUNED
+    assert ladder.best_choice("tiled", 4096, "NVIDIA H200", table, empty) == (
+        {"tile": 32, "pad": 1, "drop_sync": 0}, ladder.MEASURED)  # fmt: skip
+    assert ladder.best_choice("tiled", 4096, "Other GPU", table, empty) == (
+        get_kernel("tiled").default_params(), ladder.DEFAULT)  # fmt: skip
+
+
 TENSOR_ROW = {
     "kernel": "wmma", "number": 9, "params": {"BM": 128, "BN": 128, "BK": 32, "WT": 32, "PAD": 8},
     "config": "BM128 BN128 BK32 W32 P8", "size": 4096, "dtype": "float16",
@@ -187,15 +234,7 @@ def test_best_configuration_is_the_fastest_measured_one(tmp_path):
 
 def test_a_tuned_configuration_stands_on_the_ladder_before_the_measured_table(tmp_path):
     """`matviz sweep --tune` on this GPU at this size names the rung; elsewhere the table."""
-    from matviz.core import tuned
-
-    table = tmp_path / "all.json"
-    table.write_text(json.dumps([
-        {"kernel": "tiled", "params": {"tile": 32, "pad": 1}, "size": 4096, "gflops": 9000},
-    ]))  # fmt: skip
-    kept = tuned.Tuned(params={"tile": 16, "pad": 1}, gflops=9500.0, backend="cuda",
-                       evaluated=4, space=6)  # fmt: skip
-    path = tuned.save("tiled", 4096, 4096, 4096, "NVIDIA H100 80GB HBM3", kept, tmp_path / "t.json")
+    table, path = _table_and_tuned(tmp_path, "NVIDIA H100 80GB HBM3")
     best = ladder.best_params("tiled", 4096, "NVIDIA H100 80GB HBM3", table, path)
     assert best == {"tile": 16, "pad": 1, "drop_sync": 0}
     assert ladder.best_params("tiled", 4096, "NVIDIA H200", table, path)["tile"] == 32
