@@ -392,6 +392,7 @@ def test_the_legend_names_the_element_of_each_array_that_holds_one(views, sessio
     assert any(line.startswith("As[0][0] = A[") for line in lines)
     assert any(line.startswith("Bs[0][0] = B[") for line in lines)
     assert not [line for line in lines if line.rstrip().endswith("=")]
+    assert "Cs: holds no element of A or B" in lines
 
 
 def test_a_ring_of_slots_has_a_row_label_at_each_slot(qtbot, views, session):

@@ -617,12 +617,16 @@ class TilesView(Retranslating, QWidget):
             if config.layout.in_flight > 1:  # a ring of slots, one k-step in flight in each
                 ring = palette.swatch(RING["A"], tr("a slot of another k-step in flight"))
                 legend.insert(-3, ring)
-            first = config.shared[0]  # the first array's corners, the others' first cell
-            cells = [(first.name, 0, 0), (first.name, first.rows - 1, first.cols - 1)]
-            cells += [(arr.name, 0, 0) for arr in config.shared[1:]]
-            # an array that holds no input element in a k-step (a C staging tile) has no line
-            held = [(a, r, c, self.element(a, r, c)) for a, r, c in cells]
-            legend += [f"{a}[{r}][{c}] = {text}" for a, r, c, text in held if text]
+            # the first staging array's corners, the others' first cell; an array that stages
+            # neither input (kernel 09's C staging tile) holds no element to name
+            staging = [arr for arr in config.shared if arr.source]
+            cells = [(arr.name, 0, 0) for arr in staging]
+            if staging:
+                first = staging[0]
+                cells.insert(1, (first.name, first.rows - 1, first.cols - 1))
+            legend += [f"{a}[{r}][{c}] = {self.element(a, r, c)}" for a, r, c in cells]
+            legend += [tr("{name}: holds no element of A or B").format(name=arr.name)
+                       for arr in config.shared if not arr.source]  # fmt: skip
         return legend
 
     def _axis_text(self, cells: HeldCells, axis: int) -> str:
