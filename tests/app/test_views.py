@@ -22,7 +22,7 @@ from matviz.app.views.banks_view import BanksView
 from matviz.app.views.grid_view import GridView
 from matviz.app.views.sm_lanes import BINS, SmLanesView
 from matviz.app.views.throughput_view import ThroughputView, peak_gflops
-from matviz.app.views.tiles_view import TilesView
+from matviz.app.views.tiles_view import PAD_CODE, PAD_GREY, TilesView
 from matviz.backends.contract import RunRequest, run
 from matviz.core import c_tile, registry
 from matviz.core.kernel import SharedArray
@@ -392,7 +392,10 @@ def test_the_legend_names_the_element_of_each_array_that_holds_one(views, sessio
     assert any(line.startswith("As[0][0] = A[") for line in lines)
     assert any(line.startswith("Bs[0][0] = B[") for line in lines)
     assert not [line for line in lines if line.rstrip().endswith("=")]
-    assert "Cs: holds no element of A or B" in lines
+    assert lines[-1].endswith("Cs: holds no element of A or B")
+    lut = tiles._lut(tiles.cells["Cs"])
+    assert tuple(lut[PAD_CODE][:3]) == palette.EMPTY  # blank, not the padding's grey
+    assert tuple(tiles._lut(tiles.cells["As"])[PAD_CODE][:3]) == PAD_GREY
 
 
 def test_a_ring_of_slots_has_a_row_label_at_each_slot(qtbot, views, session):

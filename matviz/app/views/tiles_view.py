@@ -411,8 +411,10 @@ class TilesView(Retranslating, QWidget):
     @staticmethod
     def _lut(cells: HeldCells) -> np.ndarray:
         source = cells.array.source
+        # an array staging neither input holds nothing a k-step wrote: blank, not padding grey
+        unwritten = PAD_GREY if source else palette.EMPTY
         colours = (
-            SMEM.get(source, SMEM["A"]), ZERO, PAD_GREY, NOT_YET,
+            SMEM.get(source, SMEM["A"]), ZERO, unwritten, NOT_YET,
             LATEST.get(source, LATEST["A"]), READ, READ_NOW, RING.get(source, RING["A"]),
         )  # fmt: skip
         return np.array([(*c, 255) for c in colours], np.uint8)
@@ -625,7 +627,8 @@ class TilesView(Retranslating, QWidget):
                 first = staging[0]
                 cells.insert(1, (first.name, first.rows - 1, first.cols - 1))
             legend += [f"{a}[{r}][{c}] = {self.element(a, r, c)}" for a, r, c in cells]
-            legend += [tr("{name}: holds no element of A or B").format(name=arr.name)
+            legend += [palette.swatch(palette.EMPTY, tr("{name}: holds no element of A or B")
+                                      .format(name=arr.name))
                        for arr in config.shared if not arr.source]  # fmt: skip
         return legend
 
