@@ -88,6 +88,7 @@ def _measured(kernel: str, size: int, device: str, table: Tables):
 
 # where a rung's configuration came from, as a row's "config_source" says
 TUNED, MEASURED, DEFAULT = "tuned", "measured", "default"
+SOURCE_NOTES = {TUNED: " (as tuned)", DEFAULT: " (its default: none measured on this GPU)"}
 
 
 def best_params(
@@ -172,8 +173,7 @@ def run_ladder(
     rows = []
     for name in chosen:
         params, source = best_choice(name, size, device)
-        note = {TUNED: " (as tuned)", DEFAULT: " (its default: none measured on this GPU)"}
-        progress(f"{name} {get_kernel(name).labels(params)}{note.get(source, '')}")
+        progress(f"{name} {get_kernel(name).labels(params)}{SOURCE_NOTES.get(source, '')}")
         rows.append(measure(name, params, size, repeats) | {"config_source": source})
     return rows
 

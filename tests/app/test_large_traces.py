@@ -108,7 +108,7 @@ def test_huge_traces_are_laid_out_off_the_gui_thread(qtbot, session, monkeypatch
     expected = lay_out(trace, Timeline(trace))
     np.testing.assert_array_equal(view._cells, expected.cells)
     np.testing.assert_array_equal(view.row, expected.row)
-    assert view.image.image.shape == (view.n_rows, BINS) and " at a time " in view.caption.text()
+    assert view.image.image.shape == (view.n_rows, BINS) and " lanes (" in view.caption.text()
     # a trace replaced before its layout arrives never shows
     other = sim(256, 16)
     with qtbot.waitSignal(view.laidOut, timeout=30_000):

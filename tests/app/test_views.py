@@ -214,8 +214,9 @@ def test_the_sm_labels_never_overlap(qtbot, views, session, height):
 
 
 @pytest.mark.parametrize("size, tile, expect", [
-    (2048, 32, "→ {waves} waves; empty lanes at the end are the tail effect"),  # 4096 blocks
-    (512, 16, "→ one wave: every block can start at once, leaving {idle} of {res} slots empty."),
+    (2048, 32, "lanes (2 per SM × 132 SMs) → {waves} waves; empty lanes at the end are the tail"),
+    (512, 16, "lanes (8 per SM × 132 SMs) → one wave: every block started at once, leaving "
+              "{idle} of {res} lanes empty."),
 ])  # fmt: skip
 def test_the_wave_caption_counts_waves_in_words_that_fit(qtbot, views, session, size, tile,
                                                           expect):  # fmt: skip
@@ -228,10 +229,10 @@ def test_the_wave_caption_counts_waves_in_words_that_fit(qtbot, views, session, 
     text = lanes.caption.text()
     idle = lanes.n_rows - len(trace.blocks)
     assert expect.format(waves=waves, idle=idle, res=lanes.n_rows) in text
-    assert "1 waves" not in text and "1 slots" not in text
+    assert "1 waves" not in text and "1 lanes" not in text
     i18n.set_language("zh_CN")
     qtbot.waitUntil(lambda: "波次" in lanes.caption.text())
-    assert "slots" not in lanes.caption.text() and "wave" not in lanes.caption.text()
+    assert "lanes" not in lanes.caption.text() and "wave" not in lanes.caption.text()
 
 
 def test_lanes_look_up_blocks_and_move_the_playhead(views, session):

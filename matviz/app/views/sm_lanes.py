@@ -365,24 +365,19 @@ class SmLanesView(Retranslating, QWidget):
                 palette.swatch(tuple(lut[PROGRESS_LEVELS // 2]), "…"),
                 palette.swatch(tuple(lut[PROGRESS_LEVELS]), tr("last k-tile")),
             ]
+        # the lanes drawn: as many per SM as ever ran on one at once (not what would fit)
+        lanes = tr("{n} blocks on {res} lanes ({slots} per SM × {sms} SMs)")
         if waves > 1:
-            text = tr(
-                "{n} blocks, {res} at a time ({slots} on each of {sms} SMs) → {waves} waves; "
-                "empty lanes at the end are the tail effect (the last wave does not fill the GPU)."
-            )
+            how = tr("{waves} waves; empty lanes at the end are the tail effect (the last wave "
+                     "does not fill the GPU).")  # fmt: skip
         elif n < self.n_rows:
-            text = tr(
-                "{n} blocks, {res} at a time ({slots} on each of {sms} SMs) → one wave: every "
-                "block can start at once, leaving {idle} of {res} slots empty."
-            )
+            how = tr("one wave: every block started at once, leaving {idle} of {res} lanes empty.")
         else:
-            text = tr(
-                "{n} blocks, {res} at a time ({slots} on each of {sms} SMs) → one wave that "
-                "fills every slot."
-            )
+            how = tr("one wave that fills every lane.")
         fill = dict(n=n, sms=self.n_sms, slots=self.n_slots, res=self.n_rows, waves=waves,
                     idle=self.n_rows - n)  # fmt: skip
-        self.caption.setText(" ".join(swatches) + "<br>" + text.format(**fill))
+        text = f"{lanes.format(**fill)} → {how.format(**fill)}"
+        self.caption.setText(" ".join(swatches) + "<br>" + text)
 
     def retranslate(self) -> None:
         self.placeholder.setText(tr("No trace loaded"))
