@@ -146,8 +146,12 @@ def configuration_cases(path: Path, rows: list | None = None) -> list[Case]:
             cases.append(case)
     except (KeyError, TypeError, ValueError, AttributeError):
         raise MatvizError(f"the benchmark {path} has a malformed row") from None
-    if not cases or any(c.time_ms <= 0 or not math.isfinite(c.time_ms) for c in cases):
-        raise MatvizError(f"the benchmark {path} has no rows, or a time that is not positive")
+    if not cases:
+        raise MatvizError(f"the benchmark {path} has no rows")
+    bad = next((c for c in cases if c.time_ms <= 0 or not math.isfinite(c.time_ms)), None)
+    if bad is not None:  # an infinite time (1e999 reads as inf) is not positive either
+        raise MatvizError(f"the benchmark {path} has a time of {bad.time_ms} ms ({bad.label}): "
+                          "a positive, finite number is needed")  # fmt: skip
     return cases
 
 

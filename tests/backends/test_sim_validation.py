@@ -112,6 +112,7 @@ def test_a_refit_drops_the_check_of_the_constants_before(tmp_path):
     "text",
     ["", "[]", "{", "[{}]", '[{"kernel": "tiled", "label": "x", "params": {}, "size": 256}]',
      '[{"kernel": "tiled", "label": "x", "params": {}, "size": 256, "ms": 0}]',
+     '[{"kernel": "tiled", "label": "x", "params": {}, "size": 256, "ms": 1e999}]',
      '[{"kernel": "tiled", "label": "x", "params": {}, "size": "big", "ms": 1}]',
      '[{"kernel": "tiled", "label": "x", "params": {}, "size": 256, "ms": 1, "code": 5}]'],
 )  # fmt: skip
