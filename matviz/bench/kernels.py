@@ -139,6 +139,11 @@ def _update(
               f"{row['overhead_l2kept_pct']:+.2f}%", flush=True)  # fmt: skip
 
 
+def _write_rows(path: str, rows: list[dict]) -> None:
+    with AtomicOutput(path) as tmp:  # whole or not at all
+        tmp.write_text(json.dumps(rows, indent=2))
+
+
 def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -185,7 +190,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--json")
+    parser.add_argument(
+        "--json",
+        help="save the rows: a new file row by row as they are timed, a file that is there only "
+        "when the whole run is done (a run cut short leaves it as it was)",
+    )
     parser.add_argument("--kernels", help="comma list (default: every registered kernel)")
     parser.add_argument(
         "--from",
@@ -246,16 +255,21 @@ def _benchmark(args: argparse.Namespace, names: list[str] | None) -> None:
         chosen = configurations_from(args.earlier, names, args.stale)
     else:
         chosen = configurations(names)
+    # A new file gets every row as it is timed, so a run cut short still leaves its figures;
+    # a file that was there is replaced only by the whole run, so a run cut short keeps it.
+    every_row = bool(args.json) and not os.path.lexists(args.json)
     print(f"{len(chosen)} configurations", flush=True)
-    rows = []
+    rows: list[dict] = []
     for kernel, params in chosen:
         try:
             rows.append(measure(kernel, params, args.size, args.repeats, args.stamp_form))
         except MatvizError as exc:  # which configuration failed, in the one line
-            raise MatvizError(f"{kernel} {params}: {exc}") from None
-        if args.json:  # after every row, whole: a run cut short still leaves its figures
-            with AtomicOutput(args.json) as tmp:
-                tmp.write_text(json.dumps(rows, indent=2))
+            kept = f"; {args.json} is as it was" if args.json and not every_row else ""
+            raise MatvizError(f"{kernel} {params}: {exc}{kept}") from None
+        if every_row:
+            _write_rows(args.json, rows)
+    if args.json and not every_row:
+        _write_rows(args.json, rows)
     print(
         f"{'kernel':<18}{'params':<8}{'ms':>9}{'GFLOP/s':>10}{'cuBLAS':>10}{'%cuBLAS':>9}"
         f"{'L1 ovh%':>9}{'L2 ovh%':>9}{'kept ovh%':>10}{'1 in':>5}{'span/evt':>10}{'rel.err':>10}"

@@ -115,6 +115,40 @@ def test_a_failed_measurement_is_one_line_and_keeps_the_rows_before(tmp_path, ca
     assert json.loads(out.read_text()) == [{"kernel": "tiled", "params": t16}]
 
 
+@pytest.mark.parametrize("stop", [MatvizError("the GPU went away"), KeyboardInterrupt()])
+def test_a_run_cut_short_keeps_a_json_file_that_was_there(tmp_path, capsys, monkeypatch, stop):
+    """Each row went into --json as it was timed: over an earlier run's file, a run stopped at
+    its second row replaced that file's rows with one."""
+    path = tmp_path / "rows.json"
+    t16, t32 = {"tile": 16, "pad": 0}, {"tile": 32, "pad": 0}
+    path.write_text(json.dumps([_row("tiled", t16, None), _row("tiled", t32, None)]))
+    out = tmp_path / "out.json"
+    out.write_text('[{"an earlier run": 1}]')
+    before = out.read_bytes()
+
+    def measure(kernel, params, *rest):
+        if params["tile"] == 32:
+            raise stop
+        return {"kernel": kernel, "params": params}
+
+    monkeypatch.setattr(bench, "measure", measure)
+    monkeypatch.setattr("sys.argv", ["kernels", "--from", str(path), "--json", str(out)])
+    code = _exit_code()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and out.read_bytes() == before
+    if isinstance(stop, MatvizError):
+        assert code == 2 and err[0].endswith(f"the GPU went away; {out} is as it was")
+    else:
+        assert code == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "rows.json"]
+    whole = dict.fromkeys(("ms", "gflops", "cublas_gflops", "pct_cublas", "overhead_l1_pct",
+                           "overhead_l2_pct", "overhead_l2kept_pct", "span_vs_event_l1",
+                           "rel_error"), 1.0) | {"kernel": "tiled", "label": "x"}  # fmt: skip
+    monkeypatch.setattr(bench, "measure", lambda kernel, params, *rest: whole | {"params": params})
+    assert _exit_code() == 0  # a whole run replaces it
+    assert [r["params"] for r in json.loads(out.read_text())] == [t16, t32]
+
+
 @pytest.mark.parametrize("target", ["same", "no_folder", "folder", "control"])
 def test_an_output_it_cannot_or_must_not_write_is_refused_before_any_timing(
     tmp_path, capsys, monkeypatch, target
