@@ -187,7 +187,7 @@ KERNEL = Kernel(
     params=(
         Param("BM", (64, 128), 128, "BM", "BM", "rows of C per block"),
         Param("BN", (64, 128), 128, "BN", "BN", "columns of C per block"),
-        Param("BK", (16, 32), 32, "BK", "BK", "depth of one k-step (columns of the A tile)"),
+        Param("BK", (16, 32, 64), 32, "BK", "BK", "depth of one k-step (columns of the A tile)"),
         Param("WT", (32, 64), 32, "WT", "W", "rows and columns of C per warp (its warp tile)"),
         Param("PAD", (0, 8), 8, "PAD", "P", "elements added to each shared row", layout="pad"),
         Param("STAGES", (1, 2, 3), 1, "STAGES", "S",
@@ -220,6 +220,10 @@ KERNEL = Kernel(
         Constraint(
             lambda p: not (p.WT == 64 and p.BK == 32 and warps(p) == 1),
             "a one-warp block (BM={BM}, WT={WT}) needs BK=16: at BK={BK} its registers spill",
+        ),
+        Constraint(
+            lambda p: not (p.BK == 64 and p.WT == 64 and p.STAGES == 1),
+            "BK={BK} with WT={WT} needs STAGES 2-3: at STAGES 1 its registers spill",
         ),
     ),
     launch=lambda p, M, N, K: Launch(
