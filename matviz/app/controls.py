@@ -27,7 +27,7 @@ from matviz.backends.devices import tuned_key
 from matviz.core import registry, tuned
 from matviz.core.kernel import LEVEL_NAMES, LEVELS, Kernel, Param
 from matviz.core.trace import Trace
-from matviz.errors import MatvizError
+from matviz.errors import MatvizError, RefusedConfiguration
 
 DEBOUNCE_MS = 400
 SIZE_MIN, SIZE_MAX = 1, 16384  # what the GUI offers; the spin boxes accept more to explain why
@@ -147,6 +147,8 @@ class Controls(Retranslating, QWidget):
         job = self.job()
         try:
             self.spec.configure(job["params"], job["M"], job["N"], job["K"])
+        except RefusedConfiguration as exc:  # the kernel is named above: its rule alone
+            self.error = tr(exc.template).format(**exc.values)
         except MatvizError as exc:
             self.error = str(exc)
         for name in "MNK" if not self.error else ():

@@ -44,7 +44,7 @@ from matviz.core.kernel import (
     resolved,
     value_of,
 )
-from matviz.errors import MatvizError
+from matviz.errors import MatvizError, RefusedConfiguration
 
 
 @dataclass(frozen=True)
@@ -425,8 +425,7 @@ class KernelConfig:
         M, N, K = self.M, self.N, self.K
         for rule in self.kernel.shape_rules:
             if not rule.holds(self.p, M, N, K):
-                message = rule.message.format(M=M, N=N, K=K)
-                raise MatvizError(f"kernel {self.kernel.name}: {message}")
+                raise RefusedConfiguration(self.kernel.name, rule.message, {"M": M, "N": N, "K": K})
         for label, size in (("M*K", M * K), ("K*N", K * N), ("M*N", M * N)):
             if size > MAX_INDEX:
                 raise MatvizError(

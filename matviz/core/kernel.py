@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from matviz.errors import MatvizError
+from matviz.errors import MatvizError, RefusedConfiguration
 
 if TYPE_CHECKING:
     from matviz.core.config import KernelConfig
@@ -534,7 +534,7 @@ class Kernel:
         p = Params(params)
         for rule in self.constraints:
             if not rule.holds(p):
-                raise MatvizError(f"kernel {self.name}: " + rule.message.format(**params))
+                raise RefusedConfiguration(self.name, rule.message, params)
         return params
 
     def configurations(self, *, broken: bool = False) -> list[dict[str, ParamValue]]:

@@ -4,6 +4,7 @@ re-runs."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from PySide6.QtCore import Qt
@@ -14,7 +15,7 @@ from matviz.backends.contract import RunRequest
 from matviz.backends.cuda_status import cuda_status
 from matviz.core import registry
 from matviz.core.kernel import Param
-from matviz.errors import MatvizError
+from matviz.errors import RefusedConfiguration
 
 
 @pytest.fixture
@@ -147,9 +148,10 @@ def test_description_rejections_show_their_reason(controls, monkeypatch):
     _select(controls.kernel, "register_tiling_1d")  # a constraint between parameters
     _select(controls.params_boxes["BM"], 128)
     _select(controls.params_boxes["BN"], 128)  # 128 * 128 / TM 8 = 2048 threads: refused
-    with pytest.raises(MatvizError) as refused:
+    with pytest.raises(RefusedConfiguration) as refused:
         registry.configure("register_tiling_1d", controls.params(), 1024, 1024, 1024)
-    assert controls.message.text() == str(refused.value)
+    # the CLI's line names the kernel; the panel, under the kernel's menu, gives the rule alone
+    assert str(refused.value) == f"kernel register_tiling_1d: {controls.message.text()}"
     assert "threads" in controls.message.text()
     assert not controls.run_button.isEnabled()
 
@@ -246,3 +248,43 @@ def test_every_parameter_says_what_it_does_in_chinese(controls, qtbot):
         qtbot.waitUntil(lambda: box.toolTip() == table[swizzle])
     finally:
         set_language("en")
+
+
+def _rule_templates() -> set[str]:
+    kernels = registry.kernels().values()
+    return {c.message for k in kernels for c in k.constraints} | {
+        r.message for k in kernels for r in k.shape_rules
+    }
+
+
+def test_every_rule_a_kernel_refuses_with_reads_in_chinese():
+    """Each description's constraint and shape rule has a Chinese translation that keeps every
+    {placeholder}: the Run panel fills them in."""
+    from matviz.app.i18n import load_table
+
+    table = load_table("zh_CN")
+    assert sorted(t for t in _rule_templates() if t not in table) == []
+    fields = lambda text: sorted(re.findall(r"\{(\w+)\}", text))  # noqa: E731
+    assert [t for t in _rule_templates() if fields(table[t]) != fields(t)] == []
+
+
+def test_a_refused_configuration_says_why_in_the_panel_language(controls, qtbot):
+    """WMMA at BK 64, W 64, STAGES 1 spills: the panel names that rule with the values picked,
+    in English and in Chinese, and keeps Run disabled."""
+    from matviz.app.i18n import load_table
+
+    template = "BK={BK} with WT={WT} needs STAGES 2-3: at STAGES 1 its registers spill"
+    _select(controls.kernel, "wmma")
+    for name, value in (("STAGES", 1), ("WT", 64), ("BK", 64)):
+        _select(controls.params_boxes[name], value)
+    assert controls.error == template.format(BK=64, WT=64)
+    assert controls.message.text() == controls.error and not controls.run_button.isEnabled()
+    set_language("zh_CN")
+    try:
+        expected = load_table("zh_CN")[template].format(BK=64, WT=64)
+        qtbot.waitUntil(lambda: controls.validate() is False and controls.error == expected)
+        assert "寄存器" in controls.message.text() and not controls.run_button.isEnabled()
+    finally:
+        set_language("en")
+    _select(controls.params_boxes["STAGES"], 3)
+    assert not controls.error and controls.run_button.isEnabled()
