@@ -132,16 +132,16 @@ def _update(
         if row["device"] != device:  # the recorder ran on another GPU than cuda_status saw
             raise MatvizError(f"{kernel} {params} ran on {row['device']}, not {device}")
         rows[i] = row
-        with AtomicOutput(path) as tmp:  # each row in place at once: a cut-short run keeps it
-            tmp.write_text(json.dumps(rows, indent=1) + "\n")  # the bundled files' layout
+        _write_rows(path, rows)  # each row in place at once: a cut-short run keeps it
         print(f"{n}/{len(plan)} {kernel} {row['label']}: {row['gflops']:.0f} GFLOP/s, "
               f"level 1 {row['overhead_l1_pct']:+.2f}%, level 2 kept "
               f"{row['overhead_l2kept_pct']:+.2f}%", flush=True)  # fmt: skip
 
 
 def _write_rows(path: str, rows: list[dict]) -> None:
-    with AtomicOutput(path) as tmp:  # whole or not at all
-        tmp.write_text(json.dumps(rows, indent=2))
+    """The rows, whole or not at all, in one layout for --json and --update alike."""
+    with AtomicOutput(path) as tmp:
+        tmp.write_text(json.dumps(rows, indent=1) + "\n")
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -86,9 +86,16 @@ def _measured(kernel: str, size: int, device: str, table: Tables):
     return tuple(sorted(out, key=lambda item: -item[1]))
 
 
-# where a rung's configuration came from, as a row's "config_source" says
-TUNED, MEASURED, DEFAULT = "tuned", "measured", "default"
-SOURCE_NOTES = {TUNED: " (as tuned)", DEFAULT: " (its default: none measured on this GPU)"}
+# where a rung's configuration came from, as a row's "config_source" says, and what the
+# progress line and the table's caption say of it (the fastest measured goes without saying)
+ConfigSource = Literal["tuned", "measured", "default"]
+TUNED: ConfigSource = "tuned"
+MEASURED: ConfigSource = "measured"
+DEFAULT: ConfigSource = "default"
+SOURCE_WHY = {
+    TUNED: "the configuration `matviz sweep --tune` kept",
+    DEFAULT: "the description's default, none measured on this GPU at this size",
+}
 
 
 def best_params(
@@ -104,7 +111,7 @@ def best_params(
 
 def best_choice(
     kernel: str, size: int, device: str, table: Tables = BENCH_ALL, tuned_file: Path | None = None
-) -> tuple[dict[str, Any], str]:
+) -> tuple[dict[str, Any], ConfigSource]:
     """:func:`best_params` and where it came from: TUNED, MEASURED or DEFAULT."""
     spec = get_kernel(kernel)
     default = spec.default_params()
@@ -173,7 +180,8 @@ def run_ladder(
     rows = []
     for name in chosen:
         params, source = best_choice(name, size, device)
-        progress(f"{name} {get_kernel(name).labels(params)}{SOURCE_NOTES.get(source, '')}")
+        why = f" ({SOURCE_WHY[source]})" if source in SOURCE_WHY else ""
+        progress(f"{name} {get_kernel(name).labels(params)}{why}")
         rows.append(measure(name, params, size, repeats) | {"config_source": source})
     return rows
 
@@ -281,16 +289,12 @@ def _configurations(rows: list[dict[str, Any]]) -> str:
     says it ran the one `matviz sweep --tune` kept or its description's default (none of its
     configurations measured on this GPU at this size). Rows saved before they said ran the
     fastest measured."""
-    why = {
-        TUNED: "the configuration `matviz sweep --tune` kept",
-        DEFAULT: "the description's default, none measured on this GPU at this size",
-    }
     named = {source: [str(r["kernel"]) for r in rows if r.get("config_source") == source]
-             for source in why}  # fmt: skip
+             for source in SOURCE_WHY}  # fmt: skip
     for source, kernels_ in named.items():
         if len(kernels_) == len(rows):
-            return f"each kernel at {why[source]}"
-    but = "; ".join(f"{', '.join(k)}: {why[source]}" for source, k in named.items() if k)
+            return f"each kernel at {SOURCE_WHY[source]}"
+    but = "; ".join(f"{', '.join(k)}: {SOURCE_WHY[source]}" for source, k in named.items() if k)
     return "each kernel at its fastest measured configuration" + (f" ({but})" if but else "")
 
 
@@ -379,7 +383,7 @@ class LadderRow(BaseModel):
     phase_every_l2: Count | None = None
     limiter: str | None = None
     device: str | None = None
-    config_source: Literal["tuned", "measured", "default"] | None = None
+    config_source: ConfigSource | None = None
     dtype: InputType | None = None
 
 
