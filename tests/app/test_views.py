@@ -20,7 +20,7 @@ from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.app.views.banks_view import BanksView
 from matviz.app.views.grid_view import GridView
-from matviz.app.views.sm_lanes import BINS, SmLanesView
+from matviz.app.views.sm_lanes import BINS, ODD_SM_DARKER, ODD_SM_SHADE, SmLanesView
 from matviz.app.views.throughput_view import ThroughputView, peak_gflops
 from matviz.app.views.tiles_view import PAD_CODE, PAD_GREY, TilesView
 from matviz.backends.contract import RunRequest, run
@@ -254,6 +254,27 @@ def test_lanes_look_up_blocks_and_move_the_playhead(views, session):
     assert lanes.mode == "progress" and not uniform(lanes.image.image)
 
 
+def test_lanes_of_neighbouring_busy_sms_differ_in_shade(views, session):
+    """Blocks of one wave on SMs 2s and 2s + 1 keep their wave's hue, the odd SM's a shade
+    darker, so two busy lanes side by side do not read as one thick bar."""
+    trace = sim()
+    session.set_trace(trace)
+    lanes = views[SmLanesView]
+    for mode in (0, 1):
+        lanes.mode_box.setCurrentIndex(mode)
+        rgb = lanes.image.lut[lanes.image.image][..., :3].astype(int)
+        smid = trace.blocks["smid"]
+        first = lanes.wave == 0
+        even = np.flatnonzero(first & (smid % 2 == 0))[0]
+        odd = np.flatnonzero(first & (smid == smid[even] + 1))[0]
+        at = [lanes._cells[lanes.row[b]] == b + 1 for b in (even, odd)]
+        a = rgb[lanes.row[even]][at[0]][0]
+        b = rgb[lanes.row[odd]][at[1]][0]
+        if mode == 0:  # one wave, one hue: the odd SM's is the even one's, darker
+            np.testing.assert_allclose(b, a * ODD_SM_DARKER, atol=1)
+        assert not np.array_equal(a, b)
+
+
 def two_channels(trace):
     """``trace`` re-described with the compute channel first and the copy channel second
     (marks ready, computed, issue, loaded): a k-step is done at its latest mark, ``computed``,
@@ -285,7 +306,8 @@ def test_lanes_progress_counts_finished_ksteps(views, session):
         t = (bins + 0.5) * (lanes._span / BINS)
         done = np.searchsorted(done_at[row], t, side="right")
         expected = 1 + np.clip(done * 64 // n, 0, 63)
-        np.testing.assert_array_equal(codes[lanes.row[block], bins], expected)
+        shade = ODD_SM_SHADE * (trace.blocks["smid"][block] % 2)
+        np.testing.assert_array_equal(codes[lanes.row[block], bins], expected + shade)
         assert expected[0] == 1 and expected[-1] > 1  # from no k-step done to most of them
     # the hover names the description's phase at the playhead
     session.set_playhead(int(trace.mark("ready")[trace.phase_row(17), 2]) + 1)

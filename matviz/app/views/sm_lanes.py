@@ -32,6 +32,10 @@ BINS = 2000  # time bins of the raster
 MODES = ("wave", "progress")
 ASYNC_BLOCKS = 500_000  # above this many blocks the lanes are laid out off the GUI thread
 ODD_SM_IDLE = 255  # code of an idle cell in an odd SM's rows (banded background)
+# Added to a busy cell's code in an odd SM's rows, whose colour is then a shade darker: the
+# lanes of neighbouring busy SMs (2 px each at 1280x720) would otherwise run together.
+ODD_SM_SHADE = 128
+ODD_SM_DARKER = 0.8
 PROGRESS_LEVELS = 64
 
 
@@ -229,9 +233,11 @@ class SmLanesView(Retranslating, QWidget):
         codes = np.zeros(cells.shape, np.uint8)
         odd_sm = (np.arange(self.n_rows) // self.n_slots) % 2 == 1
         codes[odd_sm] = ODD_SM_IDLE
+        shade = np.where(odd_sm[:, None], ODD_SM_SHADE, 0).astype(np.uint8)
+        shade = np.broadcast_to(shade, cells.shape)[busy]
         if self.mode == "wave":
             # the colours cycle: wave modulo their count (a clamp drew every wave past 253 alike)
-            codes[busy] = self.wave[block] % len(palette.WAVE_COLORS) + 1
+            codes[busy] = self.wave[block] % len(palette.WAVE_COLORS) + 1 + shade
             return codes
         trace = self.session.trace
         t = (np.nonzero(busy)[1] + 0.5) * (self._span / BINS)
@@ -248,11 +254,15 @@ class SmLanesView(Retranslating, QWidget):
             flat = (done_at + np.arange(len(done_at))[:, None] * big).ravel()
             done = np.searchsorted(flat, t[has] + pr[has] * big, side="right")
             frac[has] = (done - pr[has] * trace.n_tiles) / trace.n_tiles
-        codes[busy] = 1 + np.clip(frac * PROGRESS_LEVELS, 0, PROGRESS_LEVELS - 1).astype(np.uint8)
+        level = np.clip(frac * PROGRESS_LEVELS, 0, PROGRESS_LEVELS - 1).astype(np.uint8)
+        codes[busy] = 1 + level + shade
         return codes
 
     def _paint(self) -> None:
         lut = palette.wave_lut() if self.mode == "wave" else palette.progress_lut(PROGRESS_LEVELS)
+        colours = slice(1, ODD_SM_SHADE)
+        shaded = slice(ODD_SM_SHADE + 1, 2 * ODD_SM_SHADE)
+        lut[shaded, :3] = (lut[colours, :3] * ODD_SM_DARKER).astype(np.uint8)
         lut[ODD_SM_IDLE, :3] = (232, 232, 236)
         self.image.setImage(self._codes(), lut=lut, levels=(0, 255), autoLevels=False)
         self.image.setRect(QRectF(0, 0, self._span / 1000.0, self.n_rows))
