@@ -185,7 +185,7 @@ KERNEL = Kernel(
     # 92.9 TFLOP/s; 64x64 warp tiles 67.9, 64x64 blocks 76.1, PAD 0 43.4); as built it reached
     # 89.2 and 90.9 in two ladder runs, cuBLAS 613-695 in the same runs.
     params=(
-        Param("BM", (64, 128), 128, "BM", "BM", "rows of C per block"),
+        Param("BM", (64, 128, 256), 128, "BM", "BM", "rows of C per block"),
         Param("BN", (64, 128), 128, "BN", "BN", "columns of C per block"),
         Param("BK", (16, 32, 64), 32, "BK", "BK", "depth of one k-step (columns of the A tile)"),
         Param("WT", (32, 64), 32, "WT", "W", "rows and columns of C per warp (its warp tile)"),
@@ -204,9 +204,15 @@ KERNEL = Kernel(
         # compiled at 4 levels and measured with ncu)
         Constraint(lambda p: p.STAGES == 1 or p.PAD == 8,
                    "STAGES={STAGES} needs PAD=8: the pipelined kernel reads padded tiles"),
-        # square block tiles keep the parameter space (every one compiled at 4 levels) small
-        Constraint(lambda p: p.BM == p.BN, "BM={BM} and BN={BN} must be equal"),
+        # square block tiles keep the parameter space (every one compiled at 4 levels) small;
+        # 256x128 copies a quarter less per multiply-add (H100, 4096^3, level 0: BK32 W64 S3
+        # 48.3% of cuBLAS fp16 against 41.3% for 128x128 BK64 S3 in the same process)
+        Constraint(lambda p: p.BM == p.BN or (p.BM, p.BN) == (256, 128),
+                   "BM={BM} and BN={BN} must be equal, or 256 and 128"),
         Constraint(lambda p: p.BM % p.WT == 0, "BM={BM} must be a multiple of the warp tile"),
+        # 32 warps of over 64 registers a thread do not fit an SM (a launch fails)
+        Constraint(lambda p: warps(p) <= 16,
+                   "BM={BM} x BN={BN} in WT={WT} warp tiles is more than 16 warps"),
         Constraint(
             lambda p: (
                 (p.BM * p.BK // CHUNK) % threads(p) == 0

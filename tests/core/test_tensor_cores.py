@@ -102,7 +102,11 @@ def test_swizzled_ldmatrix_is_conflict_free_as_ncu_measured():
         re.MULTILINE,
     )
     kernel = get_kernel("mma_pipeline")
-    assert len(rows) == len(kernel.configurations())
+    # BM 256 came after the table (2026-12-07, timed on an H100 only): the model alone speaks
+    # for its rows until `ncu` on the H200 adds them (matviz/bench/ncu_banks.sh)
+    later = [p for p in kernel.configurations() if p["BM"] == 256]
+    assert later  # an exception that no longer names a configuration must go
+    assert len(rows) == len(kernel.configurations()) - len(later)
     for tag, model_text, ncu_text, model_inst, ncu_inst in rows:
         found = re.fullmatch(r"BM128_BN(\d+)_BK32_WM64_WN64_S(\d)_X(\d)(_BF1)?", tag)
         assert found, tag
