@@ -229,18 +229,18 @@ class SmLanesView(Retranslating, QWidget):
     def _codes(self) -> np.ndarray:
         cells = self._cells
         busy = cells > 0
+        rows, bins = np.nonzero(busy)  # the busy cells, in the order cells[busy] gives them
         block = cells[busy] - 1
         codes = np.zeros(cells.shape, np.uint8)
         odd_sm = (np.arange(self.n_rows) // self.n_slots) % 2 == 1
         codes[odd_sm] = ODD_SM_IDLE
-        shade = np.where(odd_sm[:, None], ODD_SM_SHADE, 0).astype(np.uint8)
-        shade = np.broadcast_to(shade, cells.shape)[busy]
+        shade = np.where(odd_sm[rows], ODD_SM_SHADE, 0).astype(np.uint8)
         if self.mode == "wave":
             # the colours cycle: wave modulo their count (a clamp drew every wave past 253 alike)
             codes[busy] = self.wave[block] % len(palette.WAVE_COLORS) + 1 + shade
             return codes
         trace = self.session.trace
-        t = (np.nonzero(busy)[1] + 0.5) * (self._span / BINS)
+        t = (bins + 0.5) * (self._span / BINS)
         start, end = trace.blocks["start"][block], trace.blocks["end"][block]
         frac = (t - start) / np.maximum(end - start, 1)  # blocks without phases: linear
         if trace.n_tiles and len(trace.phase_blocks):
