@@ -263,3 +263,37 @@ def timeline_cost(trace: Trace) -> TimelineCost | None:
             denser = (stride, float(first[1]))
     bound = whole_count(stats.get("instrumented_min_blocks"))
     return TimelineCost(level, float(pct), bound, every, denser)
+
+
+@dataclass(frozen=True)
+class StampingSlowdown:
+    """How much longer the blocks that stamped their k-steps ran than the blocks that did not,
+    in the one launch the timeline comes from: the median of each group's start-to-end times.
+    The k-step strips show stamping blocks, so their phases read that much long."""
+
+    stamped: int
+    others: int
+    stamped_ns: float
+    others_ns: float
+
+    @property
+    def pct(self) -> float:
+        return 100.0 * (self.stamped_ns / self.others_ns - 1.0)
+
+
+def stamping_slowdown(trace: Trace) -> StampingSlowdown | None:
+    """The slowdown of the stamping blocks, or None where the timeline was not measured
+    (simulated) or where every block or none stamped (nothing to compare with)."""
+    if timeline_cost(trace) is None:
+        return None
+    n = len(trace.blocks)
+    stamped = np.zeros(n, bool)
+    stamped[trace.phase_blocks] = True  # Trace keeps them inside the grid
+    if stamped.all() or not stamped.any():
+        return None
+    life = (trace.blocks["end"] - trace.blocks["start"]).astype(np.float64)
+    others = float(np.median(life[~stamped]))
+    if not others > 0:
+        return None
+    count = int(stamped.sum())
+    return StampingSlowdown(count, n - count, float(np.median(life[stamped])), others)

@@ -71,6 +71,13 @@ def summary_lines(trace: Trace) -> list[str]:
         if strides:
             timed = ", ".join(f"1 in {n} {pct:+.2f}%" for n, pct in strides)
             lines.append(f"stamping   1 block in {cost.every} (timed beside level 0: {timed})")
+        slow = metrics.stamping_slowdown(trace)
+        if slow is not None:
+            lines.append(
+                f"stamped    the {slow.stamped} blocks that stamped their k-steps ran "
+                f"{slow.pct:+.1f}% against the {slow.others} others (median "
+                f"{slow.stamped_ns / 1e3:.1f} against {slow.others_ns / 1e3:.1f} µs)"
+            )
         tried = stats.get("stamp_form_overheads_pct") or {}
         if stats.get("stamp_form"):
             forms = ", ".join(f"{FORM_NAMES[f]} {pct:+.2f}%" for f, pct in sorted(tried.items()))

@@ -169,6 +169,35 @@ def test_the_lanes_time_axis_says_what_recording_cost_the_timeline(qtbot, views,
     assert axis.labelText == "time since kernel start (µs)"
 
 
+def test_the_k_step_strip_says_how_much_longer_a_stamping_block_ran(qtbot, views, session):
+    """The strip shows a stamping block's own times. Where only some blocks of a recorded
+    launch stamped, its caption says how much longer they ran than the others, in both
+    languages; where every block stamped (the bundled recordings) it has nothing to compare."""
+    from matviz.core.trace_io import load_trace
+    from matviz.paths import TRACE_DIR
+
+    steps = views[SmLanesView].steps
+    full = load_trace(TRACE_DIR / "tiled_t32_p0_1024.mvz")
+    session.set_trace(full)
+    session.select_block(0)
+    assert "stamps ran" not in steps.caption.text()
+    even = full.phase_blocks % 2 == 0  # as if the recorder had stamped 1 block in 2
+    blocks = full.blocks.copy()
+    blocks["end"] = blocks["start"] + 1_000
+    blocks["end"][::2] += 300
+    half = dataclasses.replace(
+        full, manifest=copy.deepcopy(full.manifest), blocks=blocks,
+        phase_blocks=full.phase_blocks[even], marks=full.marks[even],
+    )  # fmt: skip
+    half.manifest["sampling"]["phase_every"] = 2
+    session.set_trace(half)
+    session.select_block(0)
+    assert " · a block that stamps ran +30% against the others" in steps.caption.text()
+    i18n.set_language("zh_CN")
+    qtbot.waitUntil(lambda: "打标记的线程块的运行时间相对其余线程块 +30%" in steps.caption.text())
+    i18n.set_language("en")
+
+
 def _drawn_labels(axis) -> list:
     """(scene rectangle, text) of every tick label ``axis`` draws."""
     from PySide6.QtGui import QImage, QPainter

@@ -675,6 +675,23 @@ def test_the_summary_says_how_many_blocks_stamped_and_each_stride_timed():
         "1 in 4 +2.10%)" in lines
 
 
+def test_the_summary_says_how_much_longer_the_stamping_blocks_ran(make_trace):
+    """The k-step strips show stamping blocks, so `show` says how much longer they ran than
+    the others of the launch; where every block stamped there is nothing to compare with."""
+    trace = make_trace(grid=(4, 3), sample=3)  # blocks 0, 2 and 4 stamp
+    trace.manifest["stats"]["overhead_pct"] = 5.0
+    trace.blocks["start"] = np.arange(12) * 10_000
+    trace.blocks["end"] = trace.blocks["start"] + 1_000
+    trace.blocks["end"][[0, 2, 4]] += 250
+    assert (
+        "stamped    the 3 blocks that stamped their k-steps ran +25.0% against the 9 others "
+        "(median 1.2 against 1.0 µs)"
+    ) in summary_lines(trace)
+    every = make_trace(grid=(4, 3))
+    every.manifest["stats"]["overhead_pct"] = 5.0
+    assert not any(line.startswith("stamped") for line in summary_lines(every))
+
+
 @pytest.mark.parametrize(
     ("tried", "said"),
     [([[1, 5.53], [2, 3.4], [4, 2.1]], "With every block stamping its k-steps it ran +5.5%"),

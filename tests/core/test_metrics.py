@@ -13,6 +13,7 @@ from matviz.core.metrics import (
     blocks_per_sm_histogram,
     flop_rate,
     max_resident,
+    stamping_slowdown,
     timeline_cost,
     total_flops,
     waves,
@@ -93,6 +94,35 @@ def test_timeline_cost_says_how_many_blocks_stamped_and_what_more_had_cost(
     trace.manifest["stats"]["phase_every_overheads_pct"] = tried
     cost = timeline_cost(trace)
     assert (cost.every, cost.denser) == expected
+
+
+def measured_with_stamping(make_trace, **kw):
+    """A recorded-looking trace (its build timed beside level 0) in which every block ran 100
+    ns but blocks 0, 2 and 4, the ones that stamped their k-steps, ran 120 ns."""
+    trace = make_trace(grid=(4, 3), **kw)
+    trace.manifest["stats"]["overhead_pct"] = 5.0
+    life = np.full(12, 100)
+    life[[0, 2, 4]] = 120
+    trace.blocks["start"] = np.arange(12) * 1000
+    trace.blocks["end"] = trace.blocks["start"] + life
+    return trace
+
+
+def test_stamping_blocks_are_compared_with_the_others_of_their_launch(make_trace):
+    slow = stamping_slowdown(measured_with_stamping(make_trace, sample=3))
+    assert (slow.stamped, slow.others, slow.stamped_ns, slow.others_ns) == (3, 9, 120, 100)
+    assert slow.pct == pytest.approx(20.0)
+
+
+def test_no_stamping_slowdown_without_two_groups_or_a_measured_timeline(make_trace):
+    assert stamping_slowdown(measured_with_stamping(make_trace)) is None  # every block stamped
+    assert stamping_slowdown(measured_with_stamping(make_trace, phases=False)) is None  # none
+    simulated = measured_with_stamping(make_trace, sample=3)
+    simulated.manifest["stats"]["overhead_pct"] = None
+    assert stamping_slowdown(simulated) is None
+    frozen = measured_with_stamping(make_trace, sample=3)
+    frozen.blocks["end"] = frozen.blocks["start"]  # the others took no time: no ratio
+    assert stamping_slowdown(frozen) is None
 
 
 # -- scheduling ----------------------------------------------------------------------------

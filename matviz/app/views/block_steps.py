@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
+from matviz.core import metrics
 from matviz.core.step_bars import StepBars, raster, step_bars
 from matviz.core.timeline import BlockState
 
@@ -133,6 +134,11 @@ class BlockStepsView(Retranslating, QWidget):
         text = tr("Block {block}'s {n} k-steps, as it stamped them").format(
             block=block, n=trace.n_tiles
         )
+        slow = metrics.stamping_slowdown(trace)
+        if slow is not None:  # the bars are a stamping block's, and stamping slows a block
+            text += " · " + tr("a block that stamps ran {pct:+.0f}% against the others").format(
+                pct=slow.pct
+            )
         if len(bars.rows) > 1:
             in_flight = trace.layout.in_flight
             text += " · " + tr(
