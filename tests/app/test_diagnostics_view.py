@@ -179,4 +179,4 @@ def test_the_main_window_has_the_panel_as_a_dock(qtbot, tmp_path):
     toggle.trigger()
     assert not dock.isHidden()
     legend = window.grid_view.legend.text()
-    assert "barrier" not in legend and "loading tiles" in legend
+    assert "barrier" not in legend and "loading&nbsp;tiles" in legend  # glued: never wrapped

@@ -142,17 +142,20 @@ def lane_lut() -> np.ndarray:
 
 def swatch(rgb: tuple[int, ...], text: str) -> str:
     """Rich-text legend entry: a coloured square and its label. Qt breaks lines between any two
-    Chinese characters, and a legend read "计" at one line's end and "算中" below: a short
-    label's characters are joined (U+2060), so it breaks at its spaces only."""
+    Chinese characters and at spaces, and legends read "计" / "算中" and "loading" / "tiles": a
+    short label is glued (U+2060 between characters, no-break spaces), so the legend breaks
+    between its entries only."""
     if len(text) <= GLUED_CHARS:
         text = _BETWEEN_CJK.sub(WORD_JOINER, text)
+        text = _SPACE_OUTSIDE_TAGS.sub("&nbsp;", text)
     return f'<span style="color:{hexcolor(rgb)}; font-size:14pt">&#9632;</span>&nbsp;{text}'
 
 
 WORD_JOINER = "\u2060"
-GLUED_CHARS = 12  # longer labels may still wrap inside, rather than push the panel wider
+GLUED_CHARS = 16  # longer labels may still wrap inside, rather than push the panel wider
 _CJK = "\u3000-\u9fff\uff00-\uffef"
 _BETWEEN_CJK = re.compile(f"(?<=[{_CJK}])(?=[{_CJK}])")
+_SPACE_OUTSIDE_TAGS = re.compile(r" (?![^<]*>)")
 
 
 def style_plot(plot: pg.PlotItem) -> None:
