@@ -7,14 +7,26 @@ import pytest
 
 @pytest.fixture
 def closes_its_windows(qapp):
-    """The test must close every top-level widget it showed (offscreen ones too)."""
+    """The test must close every top-level widget it showed (offscreen ones too). What it
+    made is then deleted here, at a point where no event is being handled: the widgets that
+    pytest-qt closed (their deleteLater never runs outside an event loop) and the garbage
+    cycles that hold live Qt objects (pyqtgraph's menus, a Session). Left alone, hundreds of
+    tests' widgets stayed alive, and a garbage collection that happened to run inside some
+    later event handler deleted Qt objects there (the suite crashed in processEvents now and
+    then, in this fixture)."""
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent
     from PySide6.QtWidgets import QApplication
 
     before = set(map(id, QApplication.topLevelWidgets()))
     yield
     QApplication.processEvents()
     left = [w for w in QApplication.topLevelWidgets() if id(w) not in before and w.isVisible()]
-    assert not left, f"test left top-level widgets open: {left}"
+    message = f"test left top-level widgets open: {left}"
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    gc.collect()
+    assert not left, message
 
 
 @pytest.fixture

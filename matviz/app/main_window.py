@@ -102,7 +102,7 @@ class MainWindow(Retranslating, QMainWindow):
         self._build_menus()
         self.resize(1600, 1000)
         self.resizeDocks([self.controls_dock], [265], Qt.Horizontal)
-        QTimer.singleShot(0, self._fit_docks)
+        QTimer.singleShot(0, self, self._fit_docks)
 
         self.explain.conceptRequested.connect(self.show_help)
         self.controls.runRequested.connect(self.start_run)
@@ -179,7 +179,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.central_stack.addWidget(self.splitter)
         self.central_stack.addWidget(self.tabs)
         for tabs in (self.tabs, self.memory_tabs):  # a page shown: its canvases, see below
-            tabs.currentChanged.connect(lambda _: QTimer.singleShot(0, self._fit_canvases))
+            tabs.currentChanged.connect(lambda _: QTimer.singleShot(0, self, self._fit_canvases))
         self.compact: bool | None = None
         self._set_compact(False)
         self.playback = PlaybackBar(s)
@@ -211,7 +211,7 @@ class MainWindow(Retranslating, QMainWindow):
             right.setSizes([470, 440])
         self.central_stack.setCurrentIndex(which)
         self._sync_hidden()
-        QTimer.singleShot(0, self._fit_canvases)
+        QTimer.singleShot(0, self, self._fit_canvases)
 
     def _fit_canvases(self) -> None:
         """Every plot canvas's scene to the canvas's size. A canvas resized while hidden (moved
@@ -238,8 +238,8 @@ class MainWindow(Retranslating, QMainWindow):
         size = event.size()
         self._set_compact(size.width() < COMPACT_WIDTH or size.height() < COMPACT_HEIGHT)
         super().resizeEvent(event)
-        QTimer.singleShot(0, self.fit_grid)
-        QTimer.singleShot(0, self._fit_docks)
+        QTimer.singleShot(0, self, self.fit_grid)
+        QTimer.singleShot(0, self, self._fit_docks)
 
     def fit_grid(self, passes: int = 3) -> None:
         """Give the block grid the width that makes its plot square (the rest to the lanes)."""
@@ -256,7 +256,7 @@ class MainWindow(Retranslating, QMainWindow):
         if abs(delta) > 2:
             split.setSizes([grid + delta, lanes - delta, *split.sizes()[2:]])
             if passes > 1:  # the titles re-wrap at the new width: look again
-                QTimer.singleShot(0, lambda: self.fit_grid(passes - 1))
+                QTimer.singleShot(0, self, lambda: self.fit_grid(passes - 1))
 
     def _fit_docks(self) -> None:
         """The run controls as tall as they need; the explanation gets the rest."""
@@ -769,7 +769,7 @@ class MainWindow(Retranslating, QMainWindow):
             self.tabs.setTabText(i, text)
         self.help_menu.setTitle(tr("&Help"))
         self.help_action.setText(tr("&Keys and lesson map"))
-        QTimer.singleShot(0, self.fit_grid)  # titles re-wrap in another language
+        QTimer.singleShot(0, self, self.fit_grid)  # titles re-wrap in another language
         self.controls_dock.setWindowTitle(tr("Run"))
         # short: the three share one tab bar as wide as the column (1280x720: 270 px)
         self.explain_dock.setWindowTitle(tr("Explain"))

@@ -600,3 +600,29 @@ def test_the_side_docks_tab_titles_are_whole_at_1280x720(qtbot, tmp_path, langua
             assert bar.tabRect(i).width() >= bar.tabSizeHint(i).width(), bar.tabText(i)
     finally:
         i18n.set_language("en")
+
+
+def test_a_window_deleted_with_its_layout_passes_queued_leaves_no_error(qtbot, settings):
+    """A resize queues fit_grid and _fit_docks; a window deleted before they run (the compare
+    and export windows are) drops them, and its plots' axes stop fitting their ticks: nothing
+    reaches a deleted object (a RuntimeError from a slot fails the test)."""
+    import shiboken6
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    window = MainWindow(
+        simulate("tiled", 256, 256, 256, tile=16, pad=0, level=3),
+        settings=settings,
+        runner=Runner(prewarm=False),
+    )
+    window.resize(1280, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    axis = window.lanes_view.plot.getPlotItem().getAxis("left")
+    assert getattr(axis, "fits_ticks", False)  # the lanes' SM axis fits its labels
+    window.resize(1300, 740)  # queues the fits
+    window.runner.shutdown()
+    window.close()
+    window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    assert not shiboken6.isValid(window)
+    qtbot.wait(50)  # the queued calls would run here

@@ -1405,3 +1405,24 @@ def test_the_cublas_label_hides_no_run(qtbot, views, session, size):
         assert view.cublas_line.isVisible(), path.name
         assert not label.contains(point), path.name
         assert box.sceneBoundingRect().contains(view.cublas_line.label.sceneBoundingRect())
+
+
+@pytest.mark.parametrize("cls", VIEW_CLASSES)
+def test_a_deleted_view_leaves_no_error(qtbot, session, cls):
+    """A view deleted after a language switch resizes its plots' axes on the way out; an axis
+    that fits its tick labels to its height must not reach its deleted self then (a
+    RuntimeError from a slot fails the test: the grid's and the lanes' did)."""
+    import shiboken6
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    view = cls(session)
+    view.resize(900, 600)
+    session.set_trace(sim())
+    i18n.set_language("zh_CN")
+    qtbot.wait(10)
+    i18n.set_language("en")
+    QCoreApplication.processEvents()
+    view.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    assert not shiboken6.isValid(view)
+    qtbot.wait(10)

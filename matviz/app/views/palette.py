@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainterPath, QPen
 from PySide6.QtWidgets import (
@@ -271,6 +272,8 @@ def fit_vertical_ticks(axis: pg.AxisItem, ticks_for: Callable[[int], list]) -> N
 
 
 def _fit_vertical_ticks(axis: pg.AxisItem) -> None:
+    if not shiboken6.isValid(axis):  # a plot being deleted resizes its axes on the way out
+        return
     height = axis.geometry().height()
     label_px = QFontMetrics(axis.style.get("tickFont") or QFont()).height()
     # one label where there is no room (a plot squeezed flat, or not laid out yet: the layout
