@@ -603,9 +603,8 @@ def test_the_side_docks_tab_titles_are_whole_at_1280x720(qtbot, tmp_path, langua
 
 
 def test_a_window_deleted_with_its_layout_passes_queued_leaves_no_error(qtbot, settings):
-    """A resize queues fit_grid and _fit_docks; a window deleted before they run (the compare
-    and export windows are) drops them, and its plots' axes stop fitting their ticks: nothing
-    reaches a deleted object (a RuntimeError from a slot fails the test)."""
+    """A resize queues fit_grid and _fit_docks; a window deleted before they run drops them:
+    nothing reaches the deleted window (they raised RuntimeError, which fails the test)."""
     import shiboken6
     from PySide6.QtCore import QCoreApplication, QEvent
 
@@ -617,8 +616,6 @@ def test_a_window_deleted_with_its_layout_passes_queued_leaves_no_error(qtbot, s
     window.resize(1280, 720)
     window.show()
     qtbot.waitExposed(window)
-    axis = window.lanes_view.plot.getPlotItem().getAxis("left")
-    assert getattr(axis, "fits_ticks", False)  # the lanes' SM axis fits its labels
     window.resize(1300, 740)  # queues the fits
     window.runner.shutdown()
     window.close()
