@@ -288,9 +288,11 @@ def test_the_bundled_cp_async_conflicts_are_read_and_a_broken_table_is_no_data(t
     pipeline = [(m, n) for tag, m, n in measured if tag.startswith("07_async_pipeline_")]
     assert len(pipeline) >= 3 and any(model == 0 for model, _ in pipeline)
     assert all(ncu > model for model, ncu in pipeline)  # ncu counts more for every layout
-    # kernel 10's 16-byte copies that bypass L1: none in ncu, none in the model
+    # kernel 10's 16-byte copies that bypass L1: none in ncu, none in the model, in every
+    # configuration (BM 256's measured 2026-12-07)
     mma = [(m, n) for tag, m, n in measured if tag.startswith("10_mma_pipeline_")]
-    assert len(mma) == 24 and all(m == n == 0 for m, n in mma)
+    configurations = get_kernel("mma_pipeline").configurations()
+    assert len(mma) == len(configurations) and all(m == n == 0 for m, n in mma)
     header = "| configuration | LDGSTS conflicts per instruction, model | ncu |\n"
     for text in ("", header + "| a | b |", header + "| x | 1 | ? |"):
         path = tmp_path / "t.md"
