@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QFontMetrics, QTextDocument
 
 from matviz.app.views import palette
 
@@ -48,3 +48,39 @@ def test_a_long_label_may_still_wrap(qapp):
     assert palette.WORD_JOINER not in palette.swatch((0, 0, 0), long)
     assert " k-tile " in palette.swatch((0, 0, 0), long)
     assert palette.swatch((0, 0, 0), "a <b>5</b>").endswith("&nbsp;a&nbsp;<b>5</b>")
+
+
+LONG_AXIS_LABEL = "distinct words in the bank (passes)"
+
+
+@pytest.mark.parametrize("height", [140, 200, 300, 600])
+def test_a_vertical_axis_label_fits_the_axis(qapp, height):
+    """A left label longer than its plot is tall wraps onto more lines inside the axis: a
+    1280x720 export cut the banks panel's to 'distinct words in the bank (pass'."""
+    import pyqtgraph as pg
+
+    widget = pg.PlotWidget()
+    try:
+        _check_label_fits(qapp, widget, height)
+    finally:
+        widget.close()
+
+
+def _check_label_fits(qapp, widget, height):
+    plot = widget.getPlotItem()
+    palette.set_label(plot, "left", LONG_AXIS_LABEL)
+    widget.resize(400, height)
+    widget.show()
+    for _ in range(4):
+        qapp.processEvents()
+    axis = plot.getAxis("left")
+    label = axis.label
+    along_axis = label.boundingRect().width()  # the label is turned a quarter
+    assert along_axis <= axis.geometry().height()
+    assert label.toPlainText().strip() == LONG_AXIS_LABEL
+    font = QFontMetrics(label.font())
+    one_line = label.boundingRect().height() < 2 * font.height()
+    assert one_line == (font.horizontalAdvance(LONG_AXIS_LABEL) < axis.geometry().height() - 16)
+    # both ends lie within the axis's height, where the plot draws them
+    drawn = axis.mapRectFromItem(label, label.boundingRect())
+    assert 0 <= drawn.top() and drawn.bottom() <= axis.geometry().height()

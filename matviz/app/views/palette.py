@@ -14,7 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainterPath, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainterPath, QPen, QTextOption
 from PySide6.QtWidgets import (
     QGraphicsPathItem,
     QGraphicsRectItem,
@@ -214,9 +214,39 @@ def set_title(plot: pg.PlotItem, text: str) -> bool:
 
 
 def set_label(plot: pg.PlotItem, side: str, text: str) -> None:
-    """Label ``plot``'s axis on ``side`` with ``text`` unless it is labelled so already."""
-    if not _unchanged(plot, f"label {side}", text):
-        plot.setLabel(side, text)
+    """Label ``plot``'s axis on ``side`` with ``text`` unless it is labelled so already. A
+    vertical axis wraps its label to its height, made again whenever it is resized."""
+    if _unchanged(plot, f"label {side}", text):
+        return
+    plot.setLabel(side, text)
+    if side in ("left", "right"):
+        axis = plot.getAxis(side)
+        if not getattr(axis, "fits_label", False):
+            axis.fits_label = True
+            axis.geometryChanged.connect(lambda: _fit_vertical_label(axis))
+        _fit_vertical_label(axis)
+
+
+LABEL_MARGIN = 8  # px of a vertical axis kept clear at each end of its label
+
+
+def _fit_vertical_label(axis: pg.AxisItem) -> None:
+    """Wrap a vertical axis's label to the axis's height: pyqtgraph draws it on one line
+    centred on the axis, so a label longer than the plot is tall lost both its ends (the banks
+    panel of a 1280x720 export read 'distinct words in the bank (pass')."""
+    if not shiboken6.isValid(axis) or axis.label is None:
+        return
+    label = axis.label
+    label.setTextWidth(-1)
+    one_line = label.boundingRect().width()
+    room = axis.geometry().height() - 2 * LABEL_MARGIN
+    # not laid out yet (no height): one line, until the layout resizes the axis
+    width = room if 0 < room < one_line else -1.0
+    label.setTextWidth(width)
+    label.document().setDefaultTextOption(QTextOption(Qt.AlignmentFlag.AlignHCenter))
+    if not _unchanged(axis, "label lines", label.boundingRect().height()):
+        axis.showLabel(label.isVisible())  # pyqtgraph sizes the axis to its label's lines
+    axis.resizeEvent()  # and centres it
 
 
 def set_ticks(axis: pg.AxisItem, ticks: list) -> None:
