@@ -47,13 +47,14 @@ TOLERANCE = 0.05
 
 def configurations(shared_only: bool = True):
     """(tag, kernel, params) of every configuration (of kernels with shared-memory sites)."""
+    from matviz.core import store_fills
     from matviz.core.registry import kernels
 
     for kernel in kernels().values():
         for params in kernel.configurations():
             if shared_only and not kernel.sites_at(params):
                 continue
-            tag = f"{kernel.stem}_{kernel.labels(params).replace(' ', '_')}"
+            tag = store_fills.table_tag(kernel, params)
             yield tag, kernel, params
 
 

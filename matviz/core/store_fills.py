@@ -70,6 +70,18 @@ def excess_range() -> tuple[float, float]:
     return (min(shares), max(shares)) if shares else (0.0, 0.0)
 
 
+def table_tag(kernel, params: dict) -> str:
+    """How the ncu tables name a configuration: ``07_async_pipeline_BM64_BN64_...``."""
+    return f"{kernel.stem}_{kernel.labels(params).replace(' ', '_')}"
+
+
+def copy_conflicts_of(kernel, params: dict, path: Path = BANKS_TABLE) -> tuple[float, float] | None:
+    """(model, ncu) bank conflicts per cp.async store of this configuration; None where ncu
+    has not measured it."""
+    tag = table_tag(kernel, params)
+    return next(((m, n) for t, m, n in copy_conflicts(path) if t == tag), None)
+
+
 @lru_cache(maxsize=1)
 def copy_conflicts(path: Path = BANKS_TABLE) -> tuple[tuple[str, float, float], ...]:
     """(configuration tag, model, ncu) bank conflicts per cp.async store instruction (LDGSTS)

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from matviz.app.i18n import Retranslating, tr
+from matviz.app.i18n import Retranslating, sentences, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.app.views.live_label import live
@@ -50,6 +50,8 @@ def measured_gflops(kernel: str, params: dict) -> float | None:
 
 
 NOTE_MAX_HEIGHT = 120  # px: about six lines
+# conflicts per cp.async store by which ncu and the model differ before the view says so
+COPY_CONFLICTS_AGREE = 0.5
 # (caused, left) by a layout against the plain one, per kind of layout parameter
 CONFLICT_CAUSES = {
     "pad": ("Padding itself causes this conflict:", "Padding leaves a conflict:"),
@@ -529,18 +531,42 @@ class BanksView(Retranslating, QWidget):
 
     def copy_note(self) -> str:
         """Where ncu counted other bank conflicts for this kernel's cp.async stores than the
-        model, as measured (the bundled ncu table's rows of this kernel)."""
-        stem = self.session.trace.config.kernel.stem
-        measured = [(m, n) for tag, m, n in store_fills.copy_conflicts() if tag.startswith(stem)]
+        model, as measured (the bundled ncu table's rows): this configuration's own row first,
+        else the kernel's rows where the model finds none."""
+        trace = self.session.trace
+        kernel = trace.config.kernel
+        why = tr(
+            "Its data is written to shared memory as it arrives from L2, which the model does "
+            "not follow."
+        )
+        own = store_fills.copy_conflicts_of(kernel, dict(trace.params))
+        if own is not None:
+            model, ncu = own
+            if abs(model - ncu) < COPY_CONFLICTS_AGREE:
+                return ""
+            return sentences(
+                tr(
+                    "Measured with ncu on the H200 for this configuration: a cp.async store "
+                    "(LDGSTS) counts {ncu:.1f} bank conflicts per instruction, where this model "
+                    "counts {model:.1f}."
+                ).format(ncu=ncu, model=model),
+                why,
+            )
+        measured = [
+            (m, n) for tag, m, n in store_fills.copy_conflicts() if tag.startswith(kernel.stem)
+        ]
         free = [ncu for model, ncu in measured if model == 0]
         if not free or max(free) == 0:  # ncu found none where the model has none
             return ""
-        return tr(
-            "Measured with ncu on the H200: a cp.async store (LDGSTS) counts {lo:.1f}–{hi:.1f} "
-            "bank conflicts per instruction even where this model finds none. Its data is "
-            "written to shared memory as it arrives from L2, which the model does not follow; "
-            "the layouts still rank as the model ranks them (no padding or swizzle worst)."
-        ).format(lo=min(free), hi=max(free))
+        return sentences(
+            tr(
+                "Measured with ncu on the H200: a cp.async store (LDGSTS) counts "
+                "{lo:.1f}–{hi:.1f} bank conflicts per instruction even where this model finds "
+                "none."
+            ).format(lo=min(free), hi=max(free)),
+            why,
+            tr("The layouts still rank as the model ranks them (no padding or swizzle worst)."),
+        )
 
     def _update_texts(self) -> None:
         instr = self.instruction()
