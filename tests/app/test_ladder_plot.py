@@ -76,3 +76,16 @@ def test_a_chart_without_ceilings_has_no_legend_for_them(qapp, rows):
     title = widget.findChild(pg.QtWidgets.QLabel).text()
     assert "shared memory" not in title and "issuing" not in title
     assert "shared memory" in build_widget(rows[:3]).findChild(pg.QtWidgets.QLabel).text()
+
+
+def test_each_rung_gives_its_share_of_cublas_to_a_tenth(qapp, rows):
+    """89.5% of cuBLAS read "90%" over kernel 07's bar, the SIMT target's value."""
+    fp32 = ladder.by_dtype(rows)[0]
+    widget = build_widget(fp32)
+    texts = sorted(
+        (round(t.pos().x()), t.toPlainText()) for t in items(widget, pg.TextItem)
+        if "of cuBLAS" in t.toPlainText()
+    )  # fmt: skip
+    assert [text.splitlines()[1] for _, text in texts] == [
+        f"{r['pct_cublas']:.1f}% of cuBLAS" for r in fp32
+    ]
