@@ -263,8 +263,8 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
     # step waits for what its compute leaves of 1 / (S - 1) of it, and the warps still issue
     # the copies' instructions in every step. Only the first copy is waited for whole. One
     # step at a time, the whole load comes before each compute. (Covering it with S - 1
-    # computes alone, without their waits, ran kernel 10's S3 37% slow on the H200 and its S4
-    # no slower than S3, as measured.)
+    # computes alone, as if those steps had waited for nothing, ran kernel 10 BM256 S3 37%
+    # slower than the H200.)
     ahead = config.layout.in_flight - 1
     barriers = (m["barrier_ns"], m["barrier_ns"] if not ahead else 0.0)
     if not config.n_barriers:  # a warp-specialised ring: its warps wait on mbarriers only

@@ -15,8 +15,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from matviz.paths import RESOURCE_DIR
+
+if TYPE_CHECKING:
+    from matviz.core.kernel import Kernel
 
 MEASUREMENTS = RESOURCE_DIR / "bench" / "h200_ncu_store_fills_1024.txt"
 # ncu against the bank model at 1024^3; its cp.async table rows: | configuration | model | ncu |
@@ -70,12 +74,14 @@ def excess_range() -> tuple[float, float]:
     return (min(shares), max(shares)) if shares else (0.0, 0.0)
 
 
-def table_tag(kernel, params: dict) -> str:
+def table_tag(kernel: Kernel, params: dict) -> str:
     """How the ncu tables name a configuration: ``07_async_pipeline_BM64_BN64_...``."""
     return f"{kernel.stem}_{kernel.labels(params).replace(' ', '_')}"
 
 
-def copy_conflicts_of(kernel, params: dict, path: Path = BANKS_TABLE) -> tuple[float, float] | None:
+def copy_conflicts_of(
+    kernel: Kernel, params: dict, path: Path = BANKS_TABLE
+) -> tuple[float, float] | None:
     """(model, ncu) bank conflicts per cp.async store of this configuration; None where ncu
     has not measured it."""
     tag = table_tag(kernel, params)
