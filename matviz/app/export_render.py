@@ -80,6 +80,9 @@ VIEW_CLASSES = {
     "throughput": ThroughputView,
 }
 CAPTION_BACKGROUND = "#f2f2f4"
+# moments of the run (shares of its duration) whose captions set the caption's height
+CAPTION_SAMPLES = (0.0, 0.25, 0.5, 0.75, 1.0)
+CAPTION_MAX_LINES = 3
 # Widgets a video cannot use: hidden in every frame (combo and spin boxes leave their value
 # as a label).
 INPUT_WIDGETS = (QComboBox, QAbstractSpinBox, QAbstractButton, QSlider, QLineEdit)
@@ -305,8 +308,10 @@ class FrameRenderer:
         if caption:
             px = max(12, round(self.logical[1] / 52))
             self.caption = QLabel(textFormat=Qt.RichText)
-            # A longer caption must never widen the frame (the layout would shift): clip it.
+            # A longer caption must never widen the frame (the layout would shift): it wraps,
+            # at a height fixed once the trace is known (_fit_caption).
             self.caption.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+            self.caption.setWordWrap(True)
             self.caption.setStyleSheet(
                 f"background: {CAPTION_BACKGROUND}; color: #1e1e1e; font-size: {px}px;"
                 f"padding: {px // 3}px {px // 2}px; border-top: 1px solid #c8c8cc"
@@ -328,6 +333,7 @@ class FrameRenderer:
                 if access:
                     choose_access(self.views, access)
                 self.timeline: Timeline = self.session.timeline
+                self._fit_caption()
                 self._static_texts()
                 for _ in range(5):  # nested layouts (widgets, then pyqtgraph's) settle
                     QCoreApplication.processEvents()
@@ -403,6 +409,24 @@ class FrameRenderer:
                 mirror.setText(text)
             mirror.setVisible(bool(text))
 
+    def _fit_caption(self) -> None:
+        """Fix the caption's height to the lines its text takes at the frame's width, the
+        most of those at a few moments of the run, so that no frame cuts it off (a 1280x720
+        export of a simulated kernel 09 lost the end of its source, '⚠ simulated (NVIDIA H20')
+        and none moves the views."""
+        if self.caption is None:
+            return
+        width = self.logical[0]
+        self.caption.setText("t")
+        one_line = self.caption.heightForWidth(width)
+        # a small frame keeps most of its height for the views: past that the end is cut
+        most = one_line + (CAPTION_MAX_LINES - 1) * self.caption.fontMetrics().lineSpacing()
+        heights = []
+        for share in CAPTION_SAMPLES:
+            self.caption.setText(self.caption_html(round(self.trace.duration_ns * share)))
+            heights.append(self.caption.heightForWidth(width))
+        self.caption.setFixedHeight(min(max(heights), most))
+
     # -- frames ----------------------------------------------------------------------------------
     def caption_html(self, t_ns: int) -> str:
         """Time, the selected block's phase, the configuration and where the data came from."""
@@ -417,13 +441,15 @@ class FrameRenderer:
         params = trace.config.kernel.labels(trace.config.params)
         m, n, k = trace.shape
         dot = " &nbsp;·&nbsp; "
+        # the source right after the time: a simulated run says so first
         return (
             f"<b>t = {t_ns / 1000:,.1f}</b> / {trace.duration_ns / 1000:,.1f} µs{dot}"
+            + palette.source_html(trace, trace.provenance)
+            + dot
             + tr("block ({bx}, {by}) on SM {sm}").format(
                 bx=int(b["bx"]), by=int(b["by"]), sm=int(b["smid"])
             )
-            + f": {phase}{dot}<b>{trace.kernel}</b> {params}{dot}{m}×{n}×{k}{dot}"
-            + palette.source_html(trace, trace.provenance)
+            + f": {phase}{dot}<b>{trace.kernel}</b> {params}{dot}{m}×{n}×{k}"
         )
 
     def key_colours(self) -> list[tuple[int, int, int]]:

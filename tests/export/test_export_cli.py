@@ -230,3 +230,37 @@ def test_default_times_are_never_blamed_on_options_not_given(tmp_path):
     assert times[0] == 0 and times[-1] >= end - 2 and len(times) == 4
     with pytest.raises(MatvizError, match="--to 1e\\+13 µs is after the end"):
         frame_times(build_options(tmp_path / "a.gif", to=1e13), end)
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (640, 360)])
+def test_a_long_caption_wraps_rather_than_losing_its_end(size, closes_its_windows):
+    """A 1280x720 export of a simulated kernel 09 cut its caption at '⚠ simulated (NVIDIA H20':
+    the caption wraps (three lines at most) and says where the data came from right after the
+    time."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QLabel
+
+    from matviz.app.export_render import FrameRenderer
+    from matviz.backends.contract import RunRequest, run
+
+    params = {"BM": 256, "BN": 128, "BK": 32, "WT": 64, "PAD": 8, "STAGES": 3}
+    trace = run(RunRequest("wmma", 1024, 1024, 1024, params=params, level=2))
+    renderer = FrameRenderer(trace, ("all",), size, block=0)
+    try:
+        frame = renderer.render(trace.duration_ns // 2)
+        caption = renderer.caption
+        html = caption.text()
+        height, width = caption.height(), caption.width()
+        needed = caption.heightForWidth(width)
+        alike = QLabel("t", textFormat=Qt.RichText, wordWrap=True)  # the same style, one line
+        alike.setStyleSheet(caption.styleSheet())
+        alike.ensurePolished()
+        one_line = alike.heightForWidth(width)
+        spacing = caption.fontMetrics().lineSpacing()
+    finally:
+        renderer.close()
+    assert frame.shape == (size[1], size[0], 3)
+    assert html.index("simulated") < html.index("block (")
+    assert one_line < height <= one_line + 2 * spacing  # wrapped, three lines at most
+    if size == (1280, 720):  # room enough: every line of it shows
+        assert height >= needed
