@@ -78,7 +78,7 @@ class ExportDialog(QDialog):
         self.size = QComboBox(editable=True)
         self.size.addItems(SIZES)
         self.t0, self.t1, self.at = (QDoubleSpinBox(decimals=1, suffix=" µs") for _ in range(3))
-        self.caption = QCheckBox(tr("caption: time, phase, configuration, source"), checked=True)
+        self.caption = QCheckBox(tr("caption: time, source, phase, configuration"), checked=True)
         self.block_label = QLabel()
         self.path = QLineEdit()
         browse = QPushButton(tr("Browse…"))
