@@ -293,7 +293,8 @@ def explain(
         if occ:
             limiter = tr(txt.LIMITERS.get(occ["limiter"], occ["limiter"]))
             fit = {"per_sm": occ["blocks_per_sm"], "resident": occ["resident_blocks"]}
-            text = _join(text, tr(txt.WAITING_OCCUPANCY).format(**fit, limiter=limiter))
+            one = txt.WAITING_OCCUPANCY_ONE if fit["per_sm"] == 1 else txt.WAITING_OCCUPANCY
+            text = _join(text, tr(one).format(**fit, limiter=limiter))
             nums["blocks_per_sm"] = int(occ["blocks_per_sm"])
         title, concept, timed = txt.TITLE_WAITING, txt.CONCEPT_WAITING, False
         nums |= {"wave": wave, "waves": waves, "start_ns": start}
@@ -615,7 +616,7 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
     if occ:
         limiter = tr(txt.LIMITERS.get(occ["limiter"], occ["limiter"]))
         facts.append(
-            tr(txt.FACT_OCCUPANCY).format(
+            tr(txt.FACT_OCCUPANCY_ONE if occ["blocks_per_sm"] == 1 else txt.FACT_OCCUPANCY).format(
                 per_sm=occ["blocks_per_sm"], limiter=limiter, registers=occ["registers"]
             )
         )

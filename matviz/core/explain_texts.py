@@ -27,6 +27,10 @@ WAITING_OCCUPANCY = (
     "One SM holds at most {per_sm} blocks of this kernel at once (limited by {limiter}), "
     "{resident} on the whole GPU."
 )
+WAITING_OCCUPANCY_ONE = (
+    "One SM holds one block of this kernel at a time (limited by {limiter}), {resident} on the "
+    "whole GPU."
+)
 # The phases are the description's ({phase}: its name); {which} {barrier}: "first __syncthreads",
 # the barrier that ends the phase, counted over the k-step's barriers (ORDINALS).
 LOADING = (
@@ -247,6 +251,9 @@ FACT_ONE_WAVE = (
 FACT_OCCUPANCY = (
     "At most {per_sm} blocks fit on one SM at a time, limited by {limiter} ({registers} "
     "registers per thread)."
+)
+FACT_OCCUPANCY_ONE = (
+    "One block at a time fits on an SM, limited by {limiter} ({registers} registers per thread)."
 )
 FACT_SMEM = "Each block keeps {arrays} in {smem} of shared memory."
 FACT_REUSE = (

@@ -723,3 +723,16 @@ def test_the_forms_of_the_marks_are_written_once():
     assert typing.get_args(trace_schema.StampForm) == STAMP_FORMS
     assert tuple(summary.FORM_NAMES) == STAMP_FORMS
     assert STAMP_FORM_CHOICES == ("auto", *STAMP_FORMS)
+
+
+def test_one_block_an_sm_is_said_in_the_singular():
+    """The app read "One SM holds at most 1 blocks of this kernel" for kernel 09 BM128 W32."""
+    trace = simulate("wmma", 2048, 2048, 256, BM=128, BN=128, BK=32, WT=32, PAD=8, STAGES=1,
+                     level=1)  # fmt: skip
+    assert trace.manifest["occupancy"]["blocks_per_sm"] == 1
+    tl = Timeline(trace)
+    waiting = explain(trace, tl, len(trace.blocks) - 1, 0).body
+    facts = " ".join(trace_facts(trace))
+    assert "One SM holds one block of this kernel at a time" in waiting
+    assert "One block at a time fits on an SM" in facts
+    assert not re.search(r"\b1 blocks\b", waiting + facts)
