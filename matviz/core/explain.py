@@ -91,6 +91,15 @@ def measured_bytes(manifest: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def blocks_per_sm(lo: int, hi: int, tr: Tr = lambda s: s) -> str:
+    """'one block per SM', '2 blocks per SM' or '1-2 blocks per SM'."""
+    if lo == hi == 1:
+        return tr(txt.PER_SM_ONE)
+    if lo == hi:
+        return tr(txt.PER_SM_EVEN).format(n=hi)
+    return tr(txt.PER_SM_RANGE).format(lo=lo, hi=hi)
+
+
 def _join(first: str, second: str) -> str:
     """Two sentences: a space after Latin punctuation, none after a CJK full stop."""
     return first + ("" if first.endswith(("。", "！", "？")) else " ") + second
@@ -591,7 +600,8 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
             pct = f"{cost.overhead_pct:+.1f}%"
             text = tr(txt.FACT_TIMELINE_COST).format(level=cost.level, pct=pct)
             if cost.min_blocks:
-                text += " " + tr(txt.FACT_TIMELINE_BOUNDED).format(n=cost.min_blocks)
+                bound = blocks_per_sm(cost.min_blocks, cost.min_blocks, tr)
+                text += " " + tr(txt.FACT_TIMELINE_BOUNDED).format(per_sm=bound)
             if cost.denser is not None:
                 n, denser = cost.denser
                 thinned = (
@@ -610,7 +620,8 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
         "resident": resident,
         "sms": len(used),
     }
-    fill |= {"lo": int(used.min()) if len(used) else 0, "hi": int(used.max()) if len(used) else 0}
+    lo, hi = (int(used.min()), int(used.max())) if len(used) else (0, 0)
+    fill["per_sm"] = blocks_per_sm(lo, hi, tr)
     facts.append(tr(txt.FACT_WAVES if waves > 1 else txt.FACT_ONE_WAVE).format(**fill))
     occ = m.get("occupancy")
     if occ:

@@ -232,7 +232,7 @@ FACT_TIMELINE_COST = (
     "That rate is the plain kernel's (level 0). The timeline's times come from the level-{level} "
     "build, which writes the record: timed beside it, it ran {pct} against level 0."
 )
-FACT_TIMELINE_BOUNDED = "Its registers were bounded to keep {n} blocks per SM, as at level 0."
+FACT_TIMELINE_BOUNDED = "Its registers were bounded to keep {per_sm}, as at level 0."
 FACT_TIMELINE_THINNED_ALL = (
     "With every block stamping its k-steps it ran {denser}: a block that stamps runs slower. So "
     "only 1 block in {every} stamped them, to keep the timeline close to the plain kernel."
@@ -242,12 +242,14 @@ FACT_TIMELINE_THINNED_SOME = (
     "So only 1 block in {every} stamped them, to keep the timeline close to the plain kernel."
 )
 FACT_WAVES = (
-    "{blocks} blocks ran in {waves} waves: at most {resident} at once, {lo}-{hi} blocks per SM "
-    "over the run, on {sms} SMs."
+    "{blocks} blocks ran in {waves} waves: at most {resident} at once, {per_sm} over the run, "
+    "on {sms} SMs."
 )
-FACT_ONE_WAVE = (
-    "All {blocks} blocks fit on the GPU at once (one wave): {lo}-{hi} blocks per SM, on {sms} SMs."
-)
+FACT_ONE_WAVE = "All {blocks} blocks fit on the GPU at once (one wave): {per_sm}, on {sms} SMs."
+# {per_sm} of the texts above: how many blocks each SM ran or held
+PER_SM_ONE = "one block per SM"
+PER_SM_EVEN = "{n} blocks per SM"
+PER_SM_RANGE = "{lo}-{hi} blocks per SM"
 FACT_OCCUPANCY = (
     "At most {per_sm} blocks fit on one SM at a time, limited by {limiter} ({registers} "
     "registers per thread)."

@@ -308,7 +308,9 @@ def test_facts_say_what_the_record_cost_the_timeline():
         f"level-2 build, which writes the record: timed beside it, it ran "
         f"{stats['overhead_pct']:+.1f}% against level 0." in text
     )
-    assert f"bounded to keep {stats['instrumented_min_blocks']} blocks per SM" in text
+    bound = stats["instrumented_min_blocks"]
+    kept = "one block per SM" if bound == 1 else f"{bound} blocks per SM"
+    assert f"bounded to keep {kept}" in text
 
 
 def test_facts_show_padding_and_the_worst_conflict():
@@ -727,7 +729,7 @@ def test_the_forms_of_the_marks_are_written_once():
 
 def test_one_block_an_sm_is_said_in_the_singular():
     """The app read "One SM holds at most 1 blocks of this kernel" for kernel 09 BM128 W32."""
-    trace = simulate("wmma", 2048, 2048, 256, BM=128, BN=128, BK=32, WT=32, PAD=8, STAGES=1,
+    trace = simulate("wmma", 512, 512, 256, BM=128, BN=128, BK=32, WT=32, PAD=8, STAGES=1,
                      level=1)  # fmt: skip
     assert trace.manifest["occupancy"]["blocks_per_sm"] == 1
     tl = Timeline(trace)
@@ -735,4 +737,14 @@ def test_one_block_an_sm_is_said_in_the_singular():
     facts = " ".join(trace_facts(trace))
     assert "One SM holds one block of this kernel at a time" in waiting
     assert "One block at a time fits on an SM" in facts
-    assert not re.search(r"\b1 blocks\b", waiting + facts)
+    assert "one wave): one block per SM, on" in facts  # 16 blocks, one an SM: not '1-1 blocks'
+    assert not re.search(r"\b1 blocks\b|\b1-1\b", waiting + facts)
+
+
+@pytest.mark.parametrize(("lo", "hi", "text"), [
+    (1, 1, "one block per SM"), (2, 2, "2 blocks per SM"), (1, 2, "1-2 blocks per SM"),
+])  # fmt: skip
+def test_blocks_per_sm_in_words(lo, hi, text):
+    from matviz.core.explain import blocks_per_sm
+
+    assert blocks_per_sm(lo, hi) == text
