@@ -264,6 +264,12 @@ def test_the_wave_caption_counts_waves_in_words_that_fit(qtbot, views, session, 
     assert "lanes" not in lanes.caption.text() and "wave" not in lanes.caption.text()
 
 
+def test_a_launch_of_one_block_is_said_in_the_singular(views, session):
+    session.set_trace(sim("tiled", 16, 16, 0, level=1))  # 16x16x16 at T16: one block
+    text = views[SmLanesView].caption.text()
+    assert "one block on " in text and "1 blocks" not in text
+
+
 def test_lanes_look_up_blocks_and_move_the_playhead(views, session):
     trace = sim()
     session.set_trace(trace)

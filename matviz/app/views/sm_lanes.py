@@ -377,6 +377,8 @@ class SmLanesView(Retranslating, QWidget):
             ]
         # the lanes drawn: as many per SM as ever ran on one at once (not what would fit)
         lanes = tr("{n} blocks on {res} lanes ({slots} per SM × {sms} SMs)")
+        if n == 1:  # a launch of one block (a small matrix) read '1 blocks'
+            lanes = tr("one block on {res} lanes ({slots} per SM × {sms} SMs)")
         if waves > 1:
             how = tr("{waves} waves; empty lanes at the end are the tail effect (the last wave "
                      "does not fill the GPU).")  # fmt: skip
