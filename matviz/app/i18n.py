@@ -66,18 +66,6 @@ def tr(text: str) -> str:
     return QCoreApplication.translate(CONTEXT, text)
 
 
-FULL_WIDTH_STOPS = "。！？；："
-
-
-def sentences(*parts: str) -> str:
-    """Translated sentences as one text: a space between them, none after a full-width stop
-    (Chinese sets none)."""
-    out = ""
-    for part in (p for p in parts if p):
-        out += part if not out or out.endswith(tuple(FULL_WIDTH_STOPS)) else " " + part
-    return out
-
-
 def current_language() -> str:
     return _installed.language if _installed else "en"
 

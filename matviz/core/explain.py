@@ -100,9 +100,13 @@ def blocks_per_sm(lo: int, hi: int, tr: Tr = lambda s: s) -> str:
     return tr(txt.PER_SM_RANGE).format(lo=lo, hi=hi)
 
 
-def _join(first: str, second: str) -> str:
-    """Two sentences: a space after Latin punctuation, none after a CJK full stop."""
-    return first + ("" if first.endswith(("。", "！", "？")) else " ") + second
+def join_sentences(*parts: str) -> str:
+    """Sentences as one text: a space after Latin punctuation, none after a CJK full stop;
+    empty parts left out."""
+    out = ""
+    for part in filter(None, parts):
+        out += part if not out or out.endswith(("。", "！", "？")) else " " + part
+    return out
 
 
 def _arrays(config: KernelConfig, staged_only: bool = False) -> str:
@@ -249,9 +253,10 @@ def _reuse(config: KernelConfig, tr: Tr) -> tuple[str, dict]:
             naive=fmt_bytes(config.flops * config.element_bytes("A")),
             elem=config.element_bytes("A"),
         )
-        return _join(text, floor_text), {"loads_per_step": loads, "fmas_per_step": fmas} | moved
+        per_step = {"loads_per_step": loads, "fmas_per_step": fmas}
+        return join_sentences(text, floor_text), per_step | moved
     text = tr(txt.REUSE_NONE).format(issued=fmt_bytes(issued), formula_text=formula_text)
-    return _join(text, floor_text), moved
+    return join_sentences(text, floor_text), moved
 
 
 def explain(
@@ -303,7 +308,7 @@ def explain(
             limiter = tr(txt.LIMITERS.get(occ["limiter"], occ["limiter"]))
             fit = {"per_sm": occ["blocks_per_sm"], "resident": occ["resident_blocks"]}
             one = txt.WAITING_OCCUPANCY_ONE if fit["per_sm"] == 1 else txt.WAITING_OCCUPANCY
-            text = _join(text, tr(one).format(**fit, limiter=limiter))
+            text = join_sentences(text, tr(one).format(**fit, limiter=limiter))
             nums["blocks_per_sm"] = int(occ["blocks_per_sm"])
         title, concept, timed = txt.TITLE_WAITING, txt.CONCEPT_WAITING, False
         nums |= {"wave": wave, "waves": waves, "start_ns": start}
@@ -321,7 +326,7 @@ def explain(
             text = tr(txt.COMPUTING_MMA_SHARED).format(**base, **smem, **_mma_fill(config))
             if config.mma.first_warp:  # warps that only copy
                 last = {"last_idle": config.mma.first_warp - 1}
-                text = _join(text, tr(txt.PRODUCER_IDLE).format(**last))
+                text = join_sentences(text, tr(txt.PRODUCER_IDLE).format(**last))
             after = txt.COMPUTING_BARRIER
         elif phase.phase.state == "loading" and staged and pipelined:
             fill = {"a_elems": staged.get("A", 0), "b_elems": staged.get("B", 0)}
@@ -345,7 +350,7 @@ def explain(
             after = txt.IN_PHASE_NO_BARRIER if phase.left_out else txt.IN_PHASE_BARRIER
         if phase.barrier >= 0:
             which = _which(phase, trace.layout.n_barriers, tr)
-            text = _join(text, tr(after).format(**which))
+            text = join_sentences(text, tr(after).format(**which))
             # measured in the level-3 run, never on this time axis; a left-out barrier has none
             if len(trace.warp_blocks) and not phase.left_out:
                 note = tr(txt.WAITS_ELSEWHERE).format(**which)
@@ -402,11 +407,11 @@ def explain(
         title, concept, timed = txt.TITLE_RUNNING, txt.CONCEPT_NO_STEPS, False
 
     if timed:
-        text = _join(text, tr(txt.PHASE_TIME).format(**span))
+        text = join_sentences(text, tr(txt.PHASE_TIME).format(**span))
     if phase is not None and (overlap := _overlap(trace, block, t_ns, phase, tr)):
-        text = _join(text, overlap)
+        text = join_sentences(text, overlap)
     if note:
-        text = _join(text, note)
+        text = join_sentences(text, note)
     reuse, extra = _reuse(config, tr)
     nums |= extra
     paragraphs = [text, reuse, _edge(config, bx, by, tr)]

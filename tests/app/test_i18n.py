@@ -136,9 +136,3 @@ def test_cjk_font_missing_follows_the_font_database(qapp, monkeypatch):
     monkeypatch.setattr(i18n.QFontDatabase, "writingSystems", staticmethod(lambda *a: [chinese]))
     assert i18n.cjk_font_missing() is False and i18n.cjk_font_notice("zh_CN") == ""
 
-
-def test_sentences_take_a_space_after_an_english_stop_and_none_after_a_chinese_one():
-    from matviz.app.i18n import sentences
-
-    assert sentences("One.", "", "Two.") == "One. Two."
-    assert sentences("一。", "二。", "Three.") == "一。二。Three."

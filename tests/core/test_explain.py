@@ -748,3 +748,10 @@ def test_blocks_per_sm_in_words(lo, hi, text):
     from matviz.core.explain import blocks_per_sm
 
     assert blocks_per_sm(lo, hi) == text
+
+
+def test_sentences_take_a_space_after_an_english_stop_and_none_after_a_chinese_one():
+    from matviz.core.explain import join_sentences
+
+    assert join_sentences("One.", "", "Two.") == "One. Two."
+    assert join_sentences("一。", "二。", "Three.") == "一。二。Three."

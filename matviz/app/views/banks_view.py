@@ -28,13 +28,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from matviz.app.i18n import Retranslating, sentences, tr
+from matviz.app.i18n import Retranslating, tr
 from matviz.app.session import Session
 from matviz.app.views import palette
 from matviz.app.views.live_label import live
 from matviz.app.views.on_screen import WhenOnScreen
 from matviz.core import access, banks, sass_table, store_fills
 from matviz.core import instructions as ins
+from matviz.core.explain import join_sentences
 from matviz.core.trace import PROBE_DTYPE
 from matviz.errors import MatvizError
 
@@ -544,7 +545,7 @@ class BanksView(Retranslating, QWidget):
             model, ncu = own
             if abs(model - ncu) < COPY_CONFLICTS_AGREE:
                 return ""
-            return sentences(
+            return join_sentences(
                 tr(
                     "Measured with ncu on the H200 for this configuration: a cp.async store "
                     "(LDGSTS) counts {ncu:.1f} bank conflicts per instruction, where this model "
@@ -558,7 +559,7 @@ class BanksView(Retranslating, QWidget):
         free = [ncu for model, ncu in measured if model == 0]
         if not free or max(free) == 0:  # ncu found none where the model has none
             return ""
-        return sentences(
+        return join_sentences(
             tr(
                 "Measured with ncu on the H200: a cp.async store (LDGSTS) counts "
                 "{lo:.1f}–{hi:.1f} bank conflicts per instruction even where this model finds "

@@ -223,6 +223,8 @@ def set_label(plot: pg.PlotItem, side: str, text: str) -> None:
         axis = plot.getAxis(side)
         if not getattr(axis, "fits_label", False):
             axis.fits_label = True
+            # wrapped lines centred along the axis
+            axis.label.document().setDefaultTextOption(QTextOption(Qt.AlignmentFlag.AlignHCenter))
             axis.geometryChanged.connect(lambda: _fit_vertical_label(axis))
         _fit_vertical_label(axis)
 
@@ -243,7 +245,6 @@ def _fit_vertical_label(axis: pg.AxisItem) -> None:
     # not laid out yet (no height): one line, until the layout resizes the axis
     width = room if 0 < room < one_line else -1.0
     label.setTextWidth(width)
-    label.document().setDefaultTextOption(QTextOption(Qt.AlignmentFlag.AlignHCenter))
     if not _unchanged(axis, "label lines", label.boundingRect().height()):
         axis.showLabel(label.isVisible())  # pyqtgraph sizes the axis to its label's lines
     axis.resizeEvent()  # and centres it
