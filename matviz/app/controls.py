@@ -9,13 +9,15 @@ for a run through ``runRequested(job)``; the job is a ``RunRequest``-shaped dict
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
+    QFrame,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -44,6 +46,18 @@ def param_title(param: Param) -> str:
     name = name[:1].upper() + name[1:]
     symbol = len(param.label) <= 3 and param.label.lower() != param.name.lower()
     return f"{name} {param.label}" if symbol else name
+
+
+class FormScroll(QScrollArea):
+    """Scrolls its form only where the dock is shorter than the form; asks for all of it."""
+
+    def __init__(self, form: QWidget) -> None:
+        super().__init__(widgetResizable=True, frameShape=QFrame.NoFrame)
+        self.setWidget(form)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+
+    def sizeHint(self) -> QSize:  # QScrollArea caps its hint at 24 lines; kernel 10 has 13 rows
+        return self.widget().sizeHint()
 
 
 class Controls(Retranslating, QWidget):
@@ -93,7 +107,9 @@ class Controls(Retranslating, QWidget):
         self.tuned_note.hide()
         self._tuned_from = ""
 
-        self.form = QFormLayout()
+        form_widget = QWidget()
+        self.form = QFormLayout(form_widget)
+        self.form.setContentsMargins(0, 0, 0, 0)
         self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
         self._labels = [QLabel() for _ in FIXED_ROWS]
         for label, field in zip(self._labels, [self.kernel, *self.sizes.values()], strict=True):
@@ -103,8 +119,12 @@ class Controls(Retranslating, QWidget):
         for label, field in ((self._level_label, self.level), (self._backend_label, self.backend)):
             label.setBuddy(field)
             self.form.addRow(label, field)
+        # a kernel with many parameters (kernel 10: eight) makes the form taller than a 720-px
+        # window's dock: the form scrolls, while Run and the reason a configuration is refused
+        # stay in sight below it
+        self.form_scroll = FormScroll(form_widget)
         layout = QVBoxLayout(self)
-        layout.addLayout(self.form)
+        layout.addWidget(self.form_scroll)
         layout.addWidget(self.run_button)
         layout.addWidget(self.message)
         layout.addWidget(self.tuned_note)
@@ -222,6 +242,7 @@ class Controls(Retranslating, QWidget):
             self.params_boxes[param.name] = box
             self._param_labels[param.name] = label
         self._param_texts()
+        self.form_scroll.updateGeometry()  # its hint is the form's: another kernel, other rows
 
     def _param_texts(self) -> None:
         for param in self.spec.params:

@@ -106,6 +106,10 @@ class MainWindow(Retranslating, QMainWindow):
 
         self.explain.conceptRequested.connect(self.show_help)
         self.controls.runRequested.connect(self.start_run)
+        # another kernel has other parameter rows: the controls' dock follows their height
+        self.controls.kernel.currentIndexChanged.connect(
+            lambda: QTimer.singleShot(0, self, self._fit_docks)
+        )
         self._pending_step: int | None = None  # a lesson step waiting for its simulation
         self.runner.finished.connect(self._run_finished)
         self.runner.failed.connect(lambda msg: self.show_error(tr("Run failed: ") + msg))
@@ -277,12 +281,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.controls = Controls()
         self.explain = ExplainPanel(self.session)
         self.controls_dock = QDockWidget(self, objectName="controls")
-        # a kernel with many parameters (kernel 10: eight) would hold a 720-px window taller
-        # than the screen: on a short screen the controls scroll
-        controls_scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
-        controls_scroll.setWidget(self.controls)
-        controls_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.controls_dock.setWidget(controls_scroll)
+        self.controls_dock.setWidget(self.controls)  # its form scrolls on a short screen
         self.explain_dock = QDockWidget(self, objectName="explain")
         self.explain_dock.setWidget(self.explain)
         # Barrier waits come from a separate level-3 run: a diagnostics panel of their own,

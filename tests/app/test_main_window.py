@@ -623,3 +623,31 @@ def test_a_window_deleted_with_its_layout_passes_queued_leaves_no_error(qtbot, s
     QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
     assert not shiboken6.isValid(window)
     qtbot.wait(50)  # the queued calls would run here
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_run_stays_in_sight_at_1280x720_with_the_most_parameters(make_window, qtbot, language):
+    """The kernel with the most parameters makes the form taller than a 720-px window's dock:
+    the form scrolls, but the Run button stays whole on screen (it sat below the fold)."""
+    from PySide6.QtCore import QPoint, QRect
+
+    from matviz.app import i18n
+    from matviz.core import registry
+
+    window = make_window()
+    i18n.set_language(language)
+    try:
+        controls = window.controls
+        most = max(registry.kernels().values(), key=lambda k: len(k.params))
+        controls.kernel.setCurrentIndex(controls.kernel.findData(most.name))
+        window.resize(1280, 720)
+        qtbot.wait(100)  # the queued dock fit
+        form = controls.form_scroll
+        assert form.verticalScrollBar().maximum() > 0  # the premise: too tall to show whole
+        button = controls.run_button
+        shown = button.visibleRegion().boundingRect()
+        assert button.isVisible() and shown.size() == button.size()
+        on_window = QRect(button.mapTo(window, QPoint(0, 0)), button.size())
+        assert window.rect().contains(on_window)
+    finally:
+        i18n.set_language("en")
