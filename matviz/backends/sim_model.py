@@ -271,6 +271,13 @@ def block_model(config: KernelConfig, occ: Occupancy, device: dict) -> dict[str,
         barriers = (0.0, 0.0)
     steady = (load - store) / ahead if ahead else 0.0
     exposed = store + max(steady - k_loop - sum(barriers), 0.0) if ahead else load
+    # However deep the pipeline, a step's tiles must arrive: with every SM copying, no step is
+    # shorter than the memory term, and what its compute does not cover it waits. The H200 ran
+    # kernel 10 BM256 S3 and S4 in the same 641 ns a step (without this the model ran S4 18%
+    # fast). The copy engine's term is fitted as a latency, not a rate (kernel 11 BN128 S4
+    # took 447 ns steps against its 578 ns): no floor there.
+    if not config.copies:
+        exposed = max(exposed, memory - k_loop - sum(barriers))
     first_extra = load - exposed
     period = exposed + k_loop + sum(barriers) + mean_skew  # one k-step, alone
     alone = ends + first_extra + config.n_steps * period

@@ -129,3 +129,25 @@ def test_a_malformed_ladder_is_one_line(tmp_path, text):
     with pytest.raises(MatvizError) as info:
         ladder_cases(path)
     assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_a_deeper_pipeline_than_its_copies_need_runs_no_faster():
+    """The H200 ran kernel 10 BM256 S3 and S4 at the same speed (0.318 ms at 4096³): the copies,
+    not the pipeline, set the pace. The model keeps S4 within 10 points of S3's error (it ran S4
+    18% fast and S3 8% slow before a k-step waited for its tiles' memory time)."""
+    from matviz.backends.devices import load_device
+    from matviz.backends.sim_fit import compare, configuration_cases
+    from matviz.paths import RESOURCE_DIR
+
+    cases = configuration_cases(RESOURCE_DIR / "bench" / "h200_kernels_4096.json")
+    pick = {"BM": 256, "BN": 128, "BK": 32, "SWIZZLE": 1, "BF16": 0}
+    deep = {
+        c.params["STAGES"]: c
+        for c in cases
+        if c.kernel == "mma_pipeline" and pick.items() <= c.params.items()
+    }
+    assert {3, 4} <= set(deep)
+    measured = deep[4].time_ms / deep[3].time_ms
+    assert 0.95 < measured < 1.05  # the premise, on the bundled H200 rows
+    s3, s4 = compare([deep[3], deep[4]], load_device("h200"))
+    assert abs(s4["error_pct"] - s3["error_pct"]) < 10, (s3, s4)
