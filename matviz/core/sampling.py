@@ -24,10 +24,12 @@ WARP_SAMPLE_TARGET = 64  # blocks whose per-warp barrier arrivals are kept (leve
 OVERHEAD_TARGET_PCT = {1: 1.0, 2: 3.0}
 MAX_KEPT_STRIDE = 64  # the sparsest stamping the recorder falls back to on its own
 # The fewest blocks the recorder thins level 2's stamping to (or one per SM, where a GPU has
-# fewer SMs): as many k-step timelines as warp samples. A block that stamps runs slower, so in a
-# launch of several waves fewer of them bring it closer to level 0 (H100, 4096^3, kernel 10:
-# +5.5% with 256 of 1,024 blocks stamping, +3.4% with 128, +1.0% with 64).
-LEAST_STAMPED_BLOCKS = WARP_SAMPLE_TARGET
+# fewer SMs): half as many k-step timelines as warp samples. A block that stamps runs slower,
+# so in a launch of several waves fewer of them bring it closer to level 0 (H100, 4096^3,
+# kernel 10 BM128: +5.5% with 256 of 1,024 blocks stamping, +3.4% with 128, +1.0% with 64;
+# kernel 10 BM256 S3, 512 blocks: +7.0% with 64, +4.7% with 32; kernel 09 BM256 BK64 S3:
+# +4.7% with 64, +2.8% with 32, one run each).
+LEAST_STAMPED_BLOCKS = WARP_SAMPLE_TARGET // 2
 
 
 def least_stamped_blocks(sm_count: int) -> int:
