@@ -613,6 +613,14 @@ def trace_facts(trace: Trace, tr: Tr = lambda s: s) -> list[str]:
                     txt.FACT_TIMELINE_THINNED_ALL if n == 1 else txt.FACT_TIMELINE_THINNED_SOME
                 )
                 text += " " + tr(thinned).format(n=n, denser=f"{denser:+.1f}%", every=cost.every)
+            slow = metrics.stamping_slowdown(trace)
+            if slow is not None and slow.extra_ns > 0:
+                one = slow.most_on_one_sm == 1
+                tail = txt.FACT_STAMPING_TAIL_ONE if one else txt.FACT_STAMPING_TAIL
+                text += " " + tr(tail).format(
+                    extra=fmt_ns(slow.extra_ns), most=slow.most_on_one_sm,
+                    share=f"{slow.slowest_sm_pct:.1f}%",
+                )  # fmt: skip
             facts.append(text)
 
     per_sm = metrics.blocks_per_sm_histogram(trace)

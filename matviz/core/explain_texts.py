@@ -241,6 +241,17 @@ FACT_TIMELINE_THINNED_SOME = (
     "With 1 block in {n} stamping its k-steps it ran {denser}: a block that stamps runs slower. "
     "So only 1 block in {every} stamped them, to keep the timeline close to the plain kernel."
 )
+# why thinning stops helping: the launch waits for the SM that ran the most stamping blocks
+FACT_STAMPING_TAIL_ONE = (
+    "A block that stamps ran {extra} longer than one that does not (medians). A launch ends "
+    "with its slowest SM, and an SM that ran a stamping block ends that much later: {share} of "
+    "the launch, however few blocks stamp."
+)
+FACT_STAMPING_TAIL = (
+    "A block that stamps ran {extra} longer than one that does not (medians). A launch ends "
+    "with its slowest SM, and one SM ran {most} stamping blocks: {most} × {extra} is {share} of "
+    "the launch."
+)
 FACT_WAVES = (
     "{blocks} blocks ran in {waves} waves: at most {resident} at once, {per_sm} over the run, "
     "on {sms} SMs."

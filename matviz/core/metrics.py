@@ -275,10 +275,25 @@ class StampingSlowdown:
     others: int
     stamped_ns: float
     others_ns: float
+    most_on_one_sm: int  # the most stamping blocks any one SM ran
+    launch_ns: float
 
     @property
     def pct(self) -> float:
         return 100.0 * (self.stamped_ns / self.others_ns - 1.0)
+
+    @property
+    def extra_ns(self) -> float:
+        return self.stamped_ns - self.others_ns
+
+    @property
+    def slowest_sm_pct(self) -> float:
+        """What the stamping adds to the launch if it ends with the SM that ran the most
+        stamping blocks, each that much longer: a launch ends with its slowest SM, so one
+        stamping block an SM costs its extra time however few blocks stamp (H100, 4096³:
+        kernel 10 BM256 13.9 µs of 320, 4.3%, where 4.6-5.6% was measured with 8-32 blocks
+        stamping)."""
+        return 100.0 * self.most_on_one_sm * max(self.extra_ns, 0.0) / self.launch_ns
 
 
 def stamping_slowdown(trace: Trace) -> StampingSlowdown | None:
@@ -296,4 +311,10 @@ def stamping_slowdown(trace: Trace) -> StampingSlowdown | None:
     if not others > 0:
         return None
     count = int(stamped.sum())
-    return StampingSlowdown(count, n - count, float(np.median(life[stamped])), others)
+    most = int(np.bincount(trace.blocks["smid"][stamped]).max())
+    launch = float(trace.blocks["end"].max() - trace.blocks["start"].min())
+    if not launch > 0:
+        return None
+    return StampingSlowdown(
+        count, n - count, float(np.median(life[stamped])), others, most, launch
+    )

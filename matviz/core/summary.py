@@ -78,6 +78,11 @@ def summary_lines(trace: Trace) -> list[str]:
                 f"{slow.pct:+.1f}% against the {slow.others} others (median "
                 f"{slow.stamped_ns / 1e3:.1f} against {slow.others_ns / 1e3:.1f} µs)"
             )
+            lines.append(
+                f"           a launch ends with its slowest SM: {slow.most_on_one_sm} of them on "
+                f"one SM x {slow.extra_ns / 1e3:.1f} µs = {slow.slowest_sm_pct:.1f}% of the "
+                f"{slow.launch_ns / 1e3:.1f} µs launch"
+            )
         tried = stats.get("stamp_form_overheads_pct") or {}
         if stats.get("stamp_form"):
             forms = ", ".join(f"{FORM_NAMES[f]} {pct:+.2f}%" for f, pct in sorted(tried.items()))

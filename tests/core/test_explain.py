@@ -694,6 +694,32 @@ def test_the_summary_says_how_much_longer_the_stamping_blocks_ran(make_trace):
     assert not any(line.startswith("stamped") for line in summary_lines(every))
 
 
+def test_the_stamping_cost_is_said_as_the_slowest_sms_extra_time(make_trace):
+    """Thinning the stamping blocks stops helping once no SM runs two: a launch ends with its
+    slowest SM, which ends a stamping block's extra time later. `show` and About this run say
+    what that is of the launch, in both languages."""
+    trace = make_trace(grid=(4, 3), sample=3)  # blocks 0, 2 and 4 stamp
+    trace.manifest["stats"]["overhead_pct"] = 5.0
+    trace.blocks["start"] = np.arange(12) * 10_000
+    trace.blocks["end"] = trace.blocks["start"] + 1_000
+    trace.blocks["end"][[0, 2, 4]] += 250
+    trace.blocks["smid"] = np.arange(12) % 4  # blocks 0 and 4 on SM 0
+    share = 100 * 2 * 250 / (11 * 10_000 + 1_000)
+    assert (
+        "           a launch ends with its slowest SM: 2 of them on one SM x 0.2 µs = "
+        f"{share:.1f}% of the 111.0 µs launch"
+    ) in summary_lines(trace)
+    facts = " ".join(trace_facts(trace))
+    assert "A block that stamps ran 250 ns longer" in facts
+    assert f"one SM ran 2 stamping blocks: 2 × 250 ns is {share:.1f}% of the launch" in facts
+    zh = json.loads(ZH_PATH.read_text(encoding="utf-8"))
+    chinese = " ".join(trace_facts(trace, lambda s: zh.get(s, s)))
+    assert f"有一个 SM 运行了 2 个打标记的线程块：2 × 250 ns 占启动时间的 {share:.1f}%" in chinese
+    trace.blocks["smid"] = [0, 1, 1, 2, 3, 2, 3, 0, 1, 2, 3, 0]  # one stamping block an SM
+    facts = " ".join(trace_facts(trace))
+    assert f"ends that much later: {100 * 250 / 111_000:.1f}% of the launch" in facts
+
+
 @pytest.mark.parametrize(
     ("tried", "said"),
     [([[1, 5.53], [2, 3.4], [4, 2.1]], "With every block stamping its k-steps it ran +5.5%"),
