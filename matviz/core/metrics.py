@@ -276,7 +276,7 @@ class StampingSlowdown:
     stamped_ns: float
     others_ns: float
     most_on_one_sm: int  # the most stamping blocks any one SM ran
-    launch_ns: float
+    launch_ns: int  # the trace's duration, from kernel start
 
     @property
     def pct(self) -> float:
@@ -312,9 +312,6 @@ def stamping_slowdown(trace: Trace) -> StampingSlowdown | None:
         return None
     count = int(stamped.sum())
     most = int(np.bincount(trace.blocks["smid"][stamped]).max())
-    launch = float(trace.blocks["end"].max() - trace.blocks["start"].min())
-    if not launch > 0:
-        return None
     return StampingSlowdown(
-        count, n - count, float(np.median(life[stamped])), others, most, launch
+        count, n - count, float(np.median(life[stamped])), others, most, trace.duration_ns
     )
